@@ -1,0 +1,271 @@
+package timingwheel
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The benchmarks compare the wheel with Go's runtime timers (time.AfterFunc)
+// side by side in one run. Run them alone on a quiet machine, for example:
+//
+//	go test -run '^$' -bench . -benchtime 2000000x -timeout 30m
+//
+// Each preloads its pending timers once per size, outside the timed loop.
+
+var pendingSizes = []int{1_000_000, 5_000_000, 10_000_000}
+
+func nop() {}
+
+// spreadDeadline returns a deadline in [1h, 2h), so that no preloaded timer
+// fires while a benchmark runs.
+func spreadDeadline(r *rand.Rand) time.Duration {
+	return time.Hour + time.Duration(r.Int64N(int64(time.Hour)))
+}
+
+// engine is one timer implementation under benchmark.
+type engine struct {
+	name    string
+	preload func(n int) (stopAll func())
+	// startStop schedules f after d and stops it, n times.
+	startStop func(n int, d time.Duration, f func())
+	pending func() int
+}
+
+func engines(b *testing.B) []engine {
+	var w *TimingWheel
+	var rtCount atomic.Int64
+	return []engine{
+		{
+			name: "wheel",
+			preload: func(n int) func() {
+				w, _ = New()
+				w.Start()
+				r := rand.New(rand.NewPCG(1, 2))
+				for range n {
+					w.AfterFunc(spreadDeadline(r), nop)
+				}
+				return w.Stop
+			},
+			startStop: func(n int, d time.Duration, f func()) {
+				for range n {
+					w.AfterFunc(d, f).Stop()
+				}
+			},
+			pending: func() int { return w.Len() },
+		},
+		{
+			name: "runtime",
+			preload: func(n int) func() {
+				r := rand.New(rand.NewPCG(1, 2))
+				timers := make([]*time.Timer, n)
+				for i := range timers {
+					timers[i] = time.AfterFunc(spreadDeadline(r), nop)
+				}
+				rtCount.Store(int64(n))
+				return func() {
+					for _, t := range timers {
+						t.Stop()
+					}
+				}
+			},
+			startStop: func(n int, d time.Duration, f func()) {
+				for range n {
+					time.AfterFunc(d, f).Stop()
+				}
+			},
+			pending: func() int { return int(rtCount.Load()) },
+		},
+	}
+}
+
+// BenchmarkAfterFuncStop measures AfterFunc(1s)+Stop with N timers pending.
+func BenchmarkAfterFuncStop(b *testing.B) {
+	for _, n := range pendingSizes {
+		for _, e := range engines(b) {
+			b.Run(fmt.Sprintf("pending=%dM/%s", n/1_000_000, e.name), func(b *testing.B) {
+				stopAll := e.preload(n)
+				defer stopAll()
+				runtime.GC()
+				before := e.pending()
+				b.ReportAllocs()
+				b.ResetTimer()
+				e.startStop(b.N, time.Second, nop)
+				b.StopTimer()
+				b.ReportMetric(float64(before), "pending-start")
+				b.ReportMetric(float64(e.pending()), "pending-end")
+			})
+		}
+	}
+}
+
+// BenchmarkAfterFuncStopParallel measures AfterFunc(1s)+Stop from
+// 4×GOMAXPROCS goroutines with 1M timers pending.
+func BenchmarkAfterFuncStopParallel(b *testing.B) {
+	for _, e := range engines(b) {
+		b.Run(e.name, func(b *testing.B) {
+			stopAll := e.preload(1_000_000)
+			defer stopAll()
+			runtime.GC()
+			b.ReportAllocs()
+			b.SetParallelism(4)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					e.startStop(1, time.Second, nop)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkMemoryPerTimer reports heap bytes per pending timer, for 1M
+// timers sharing one func, with their handles kept alive.
+func BenchmarkMemoryPerTimer(b *testing.B) {
+	const n = 1_000_000
+	b.Run("wheel", func(b *testing.B) {
+		for range b.N {
+			w, _ := New()
+			r := rand.New(rand.NewPCG(1, 2))
+			base := heapInUse()
+			timers := make([]*Timer, n)
+			sliceBytes := heapInUse() - base
+			for i := range timers {
+				timers[i] = w.AfterFunc(spreadDeadline(r), nop)
+			}
+			b.ReportMetric((heapInUse()-base-sliceBytes)/n, "B/timer")
+			runtime.KeepAlive(timers)
+			w.Stop()
+		}
+	})
+	b.Run("runtime", func(b *testing.B) {
+		for range b.N {
+			r := rand.New(rand.NewPCG(1, 2))
+			base := heapInUse()
+			timers := make([]*time.Timer, n)
+			sliceBytes := heapInUse() - base
+			for i := range timers {
+				timers[i] = time.AfterFunc(spreadDeadline(r), nop)
+			}
+			b.ReportMetric((heapInUse()-base-sliceBytes)/n, "B/timer")
+			for _, t := range timers {
+				t.Stop()
+			}
+		}
+	})
+}
+
+func heapInUse() float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapInuse)
+}
+
+// BenchmarkFire schedules 1M timers due across 2s and reports lateness
+// percentiles, early firings and the wall time until all fired.
+func BenchmarkFire(b *testing.B) {
+	const n, window = 1_000_000, 2 * time.Second
+	inline := func(task func()) { task() }
+	run := func(b *testing.B, schedule func(d time.Duration, f func())) {
+		for range b.N {
+			late := make([]time.Duration, n)
+			var early, fired atomic.Int64
+			var wg sync.WaitGroup
+			wg.Add(n)
+			r := rand.New(rand.NewPCG(3, 4))
+			start := time.Now()
+			for i := range n {
+				d := time.Duration(r.Int64N(int64(window)))
+				due := start.Add(d)
+				schedule(time.Until(due), func() {
+					l := time.Since(due)
+					if l < 0 {
+						early.Add(1)
+					}
+					late[i] = l
+					fired.Add(1)
+					wg.Done()
+				})
+			}
+			wg.Wait()
+			b.ReportMetric(time.Since(start).Seconds(), "s-all-fired")
+			slices.Sort(late)
+			b.ReportMetric(float64(late[n/2])/1e6, "p50-ms")
+			b.ReportMetric(float64(late[n*99/100])/1e6, "p99-ms")
+			b.ReportMetric(float64(late[n-1])/1e6, "max-ms")
+			b.ReportMetric(float64(early.Load()), "early")
+		}
+	}
+	b.Run("wheel-inline", func(b *testing.B) {
+		w, _ := New(WithExecutor(inline))
+		w.Start()
+		defer w.Stop()
+		run(b, func(d time.Duration, f func()) { w.AfterFunc(d, f) })
+	})
+	b.Run("wheel-goroutine", func(b *testing.B) {
+		w, _ := New()
+		w.Start()
+		defer w.Stop()
+		run(b, func(d time.Duration, f func()) { w.AfterFunc(d, f) })
+	})
+	b.Run("runtime", func(b *testing.B) {
+		run(b, func(d time.Duration, f func()) { time.AfterFunc(d, f) })
+	})
+}
+
+// BenchmarkIdle reports the CPU the process uses over 5s with 1M timers
+// due in an hour.
+func BenchmarkIdle(b *testing.B) {
+	const n = 1_000_000
+	measure := func(b *testing.B, preload func() func()) {
+		for range b.N {
+			stop := preload()
+			runtime.GC()
+			before := cpuTime()
+			time.Sleep(5 * time.Second)
+			b.ReportMetric(float64(cpuTime()-before)/1e6, "cpu-ms/5s")
+			stop()
+		}
+	}
+	b.Run("wheel", func(b *testing.B) {
+		measure(b, func() func() {
+			w, _ := New()
+			w.Start()
+			r := rand.New(rand.NewPCG(1, 2))
+			for range n {
+				w.AfterFunc(spreadDeadline(r), nop)
+			}
+			return w.Stop
+		})
+	})
+	b.Run("runtime", func(b *testing.B) {
+		measure(b, func() func() {
+			r := rand.New(rand.NewPCG(1, 2))
+			timers := make([]*time.Timer, n)
+			for i := range timers {
+				timers[i] = time.AfterFunc(spreadDeadline(r), nop)
+			}
+			return func() {
+				for _, t := range timers {
+					t.Stop()
+				}
+			}
+		})
+	})
+}
+
+// cpuTime returns the user+system CPU time of the process.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,63 @@
+package timingwheel
+
+import "sync/atomic"
+
+// A timer's state word packs three things:
+//
+//	bits 0-2  status: who owns the timer and what it is doing
+//	bits 3-4  kind:   func, channel or periodic; fixed at creation
+//	bits 5-63 generation: bumped by every Reset and re-arm, so that the
+//	          driver's compare-and-swap on a stale view of the timer fails
+//
+// Every transition is a compare-and-swap on this word, which is what makes
+// Stop, Reset and firing race safely: exactly one of them wins. Whoever
+// moves a timer out of pending (to mutating or moving) owns it until it
+// stores the next status, and only an owner reads or writes the timer's
+// links and deadline; the lane's lock guards the list itself.
+//
+//	idle      not scheduled: new, fired, or stopped
+//	pending   linked in a bucket lane (lane is set before the status)
+//	moving    taken out of a bucket by the driver, which will fire it or
+//	          link it again; Stop may still cancel it
+//	cancelled stopped while moving: the driver drops it and sets idle
+//	mutating  owned by a Stop, Reset or periodic re-arm in progress
+//	firing    the driver is sending on a channel timer's C
+//	running   a periodic timer fired; its run has not started yet
+//	executing a periodic timer's run is in progress
+const (
+	statusIdle uint64 = iota
+	statusPending
+	statusMoving
+	statusMutating
+	statusFiring
+	statusRunning
+	statusExecuting
+	statusCancelled
+
+	statusMask = 7
+)
+
+const (
+	kindFunc     uint64 = 0 << 3
+	kindChan     uint64 = 1 << 3
+	kindPeriodic uint64 = 2 << 3
+
+	kindMask = 3 << 3
+
+	generationOne = 1 << 5
+)
+
+func status(s uint64) uint64 { return s & statusMask }
+
+func kind(s uint64) uint64 { return s & kindMask }
+
+func withStatus(s, st uint64) uint64 { return s&^statusMask | st }
+
+// nextGeneration returns s with the next generation and status st.
+func nextGeneration(s, st uint64) uint64 { return (s+generationOne)&^statusMask | st }
+
+func (t *Timer) load() uint64 { return atomic.LoadUint64(&t.state) }
+
+func (t *Timer) cas(old, new uint64) bool { return atomic.CompareAndSwapUint64(&t.state, old, new) }
+
+func (t *Timer) store(s uint64) { atomic.StoreUint64(&t.state, s) }

@@ -1,0 +1,152 @@
+package timingwheel
+
+import (
+	"runtime"
+	"time"
+)
+
+// Timer is a task or a channel send scheduled on a TimingWheel. It is
+// created by AfterFunc, ScheduleFunc or NewTimer, and is safe for use by
+// many goroutines at once.
+type Timer struct {
+	// state holds the status, the kind and a generation; see state.go. It
+	// is accessed atomically and comes first to be 64-bit aligned.
+	state uint64
+
+	// when is the deadline in nanoseconds since the wheel started.
+	when int64
+
+	// C receives the time at which the timer fired. It is nil unless the
+	// timer was made by NewTimer or After. As with time.Timer since Go
+	// 1.23, no stale value is received after Stop or Reset returns.
+	C <-chan time.Time
+
+	// The intrusive list links and the lane the timer is linked in. The
+	// lane's lock guards the links; lane itself is read only by the
+	// timer's owner (see state.go).
+	next, prev *Timer
+	lane       *lane
+
+	f func()
+	w *TimingWheel
+}
+
+// Stop prevents the timer from firing. It returns true if the call stopped
+// the timer, and false if the timer had already fired or been stopped. For
+// every timer, exactly one of "its task ran" and "a Stop returned true"
+// happens, however Stop races with firing.
+//
+// Like time.Timer.Stop, Stop does not wait for a task already started.
+// For a timer made by ScheduleFunc, Stop returns true if it prevented any
+// further run, and no run starts after Stop returns. For a channel timer,
+// Stop also returns true if it removed an undelivered value from C.
+func (t *Timer) Stop() bool {
+	if t == nil || t.w == nil {
+		return false
+	}
+	stopped := t.stop()
+	if t.C != nil && drain(t.C) {
+		stopped = true
+	}
+	return stopped
+}
+
+func (t *Timer) stop() bool {
+	for {
+		s := t.load()
+		switch status(s) {
+		case statusPending:
+			if t.cas(s, withStatus(s, statusMutating)) {
+				t.unlink()
+				t.store(withStatus(s, statusIdle))
+				return true
+			}
+		case statusMoving:
+			// The driver holds it in a batch; it sees the change and
+			// drops the timer without firing it.
+			if t.cas(s, withStatus(s, statusCancelled)) {
+				return true
+			}
+		case statusRunning, statusExecuting:
+			// A periodic timer between runs: no further run starts.
+			if t.cas(s, withStatus(s, statusIdle)) {
+				return true
+			}
+		case statusMutating, statusFiring:
+			// Another owner is mid-Stop or mid-Reset, or the driver is
+			// mid-send: each finishes in a few instructions.
+			runtime.Gosched()
+		default:
+			return false
+		}
+	}
+}
+
+// unlink removes t from its lane. The caller owns t, having moved it out
+// of pending, so nobody else touches t's links meanwhile.
+func (t *Timer) unlink() {
+	if l := t.lane; l != nil {
+		l.mu.Lock()
+		l.remove(t)
+		l.mu.Unlock()
+	}
+}
+
+// Reset changes the timer to fire after duration d, measured from now. It
+// returns true if the timer was pending (or, for a channel timer, had an
+// undelivered value), and false if it had fired or been stopped; in both
+// cases the timer is armed again and does not fire at its old deadline.
+//
+// For a timer made by ScheduleFunc, the next run is at now+d and the runs
+// after it follow the Scheduler from there.
+func (t *Timer) Reset(d time.Duration) bool {
+	if t == nil || t.w == nil {
+		return false
+	}
+	return t.rearm(t.w.deadline(d))
+}
+
+// rearm makes t pending at when (ns since start), whatever its status.
+func (t *Timer) rearm(when int64) bool {
+	var owned uint64
+	active := false
+	for {
+		s := t.load()
+		st := status(s)
+		if st != statusIdle && st != statusPending && st != statusRunning && st != statusExecuting {
+			// Moving, cancelled, mutating or firing: the owner is about
+			// to finish with it.
+			runtime.Gosched()
+			continue
+		}
+		owned = nextGeneration(s, statusMutating)
+		if t.cas(s, owned) {
+			if st == statusPending {
+				t.unlink()
+			}
+			active = st != statusIdle
+			break
+		}
+	}
+	if t.C != nil && drain(t.C) {
+		active = true
+	}
+	w := t.w
+	if w.stopped.Load() {
+		// A stopped wheel never fires: leave the timer idle.
+		t.store(withStatus(owned, statusIdle))
+		return active
+	}
+	t.when = when
+	w.insertOwned(t, withStatus(owned, statusPending), true)
+	return active
+}
+
+func drain(c <-chan time.Time) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

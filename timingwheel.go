@@ -1,0 +1,496 @@
+// Package timingwheel is a hierarchical timing wheel for programs that keep
+// millions of timers: one per order, session, request or retry.
+//
+// A TimingWheel keeps timers in wheels of buckets, as Kafka's purgatory
+// does. Level 0 has one bucket per tick; coarser overflow wheels are created
+// as needed and cascade their timers down as the clock reaches them. A small
+// heap of bucket expirations tells the driver goroutine how long to sleep,
+// so an idle wheel costs no CPU. Scheduling and stopping a timer take one
+// small lock out of many and allocate only the Timer itself.
+//
+// Timers never fire early: a task runs no sooner than its deadline and at
+// most one tick after it, plus scheduling delay. Deadlines are measured on
+// the monotonic clock from the wheel's start, so changes of the wall clock
+// do not move them.
+package timingwheel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"math"
+	"math/bits"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// Defaults used by New.
+const (
+	DefaultTick      = time.Millisecond
+	DefaultWheelSize = 512
+)
+
+var (
+	// ErrInvalidOption is returned by New, wrapped with the reason, when an
+	// option has a value the wheel cannot use.
+	ErrInvalidOption = errors.New("timingwheel: invalid option")
+	// ErrStopped is returned by Sync when the wheel has been stopped.
+	ErrStopped = errors.New("timingwheel: wheel stopped")
+	// ErrNotStarted is returned by Sync before Start has been called.
+	ErrNotStarted = errors.New("timingwheel: wheel not started")
+)
+
+// TimingWheel is a hierarchical timing wheel. Create one with New or
+// NewTimingWheel and call Start. All methods are safe for concurrent use.
+type TimingWheel struct {
+	tick      int64 // ns
+	size      int64 // buckets per level, a power of two
+	mask      int64
+	sizeShift uint
+	numLevels int
+	lanes     int
+
+	clock     clock.Clock
+	realClock bool
+	start     time.Time
+	exec      func(task func())
+	onPanic   func(recovered any)
+
+	cur     atomic.Int64 // the driver's clock, in ticks since start
+	levels  [maxLevels]atomic.Pointer[level]
+	due     bucket // timers already due when added
+	queue   *delayQueue
+	// inFlight counts the timers the driver has taken out of buckets and
+	// not yet settled, for Len.
+	inFlight atomic.Int64
+
+	life     sync.Mutex
+	started  bool
+	stopped  atomic.Bool
+	stopCh   chan struct{}
+	exited   chan struct{}
+	syncReqs chan syncRequest
+
+	// Owned by the driver goroutine.
+	firedAt  time.Time
+	batch    []moved
+	deferred []moved
+	tasks    []func()
+	waiters  []syncRequest
+}
+
+// Option configures a TimingWheel.
+type Option func(*config)
+
+type config struct {
+	tick      time.Duration
+	wheelSize int64
+	clock     clock.Clock
+	exec      func(task func())
+	onPanic   func(recovered any)
+	lanes     int
+}
+
+// WithTick sets the duration of one level-0 bucket (default 1ms). Timers
+// fire at most one tick late; a shorter tick costs more driver wake-ups.
+func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
+
+// WithWheelSize sets the number of buckets per level (default 512). It is
+// rounded up to a power of two, as Netty does, so that slot arithmetic is
+// shifts and masks.
+func WithWheelSize(n int) Option { return func(c *config) { c.wheelSize = int64(n) } }
+
+// WithClock sets the clock the wheel reads, for example a
+// clock.NewMock() in tests. The default is clock.New(), the real clock.
+func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+
+// WithExecutor sets how tasks run. run is called on the driver goroutine
+// with each task; it may run it inline (fastest, but a slow task delays
+// every later timer), hand it to a worker pool, or start a goroutine. The
+// default starts a goroutine per task, as time.AfterFunc does. Tasks
+// handed to run already recover their own panics.
+func WithExecutor(run func(task func())) Option { return func(c *config) { c.exec = run } }
+
+// WithPanicHandler sets the function that receives the value recovered
+// from a panicking task. The default logs it with its stack. Either way the
+// wheel and every other timer go on.
+func WithPanicHandler(h func(recovered any)) Option { return func(c *config) { c.onPanic = h } }
+
+// New returns a stopped wheel configured by opts; call Start to run it.
+// It returns an error wrapping ErrInvalidOption for a tick <= 0, a wheel
+// size < 1 or a nil clock.
+func New(opts ...Option) (*TimingWheel, error) {
+	cfg := config{tick: DefaultTick, wheelSize: DefaultWheelSize, clock: nil}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return newWheel(cfg)
+}
+
+// NewTimingWheel returns a stopped wheel with the given tick and wheel
+// size; call Start to run it. It panics if tick <= 0 or wheelSize < 1. It
+// has the signature of github.com/RussellLuo/timingwheel's constructor.
+func NewTimingWheel(tick time.Duration, wheelSize int64, opts ...Option) *TimingWheel {
+	cfg := config{wheelSize: DefaultWheelSize}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	cfg.tick, cfg.wheelSize = tick, wheelSize
+	w, err := newWheel(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return w
+}
+
+func newWheel(cfg config) (*TimingWheel, error) {
+	switch {
+	case cfg.tick <= 0:
+		return nil, fmt.Errorf("%w: tick must be > 0, got %v", ErrInvalidOption, cfg.tick)
+	case cfg.wheelSize < 1:
+		return nil, fmt.Errorf("%w: wheel size must be >= 1, got %d", ErrInvalidOption, cfg.wheelSize)
+	case cfg.wheelSize > 1<<20:
+		return nil, fmt.Errorf("%w: wheel size must be <= %d, got %d", ErrInvalidOption, 1<<20, cfg.wheelSize)
+	}
+	realClock := cfg.clock == nil
+	if realClock {
+		cfg.clock = clock.New()
+	}
+	size := int64(2)
+	for size < cfg.wheelSize {
+		size <<= 1
+	}
+	shift := uint(bits.TrailingZeros64(uint64(size)))
+	// Enough levels to cover every int64 deadline, if maxLevels allows,
+	// and never so many that a level's span overflows.
+	maxTick := math.MaxInt64/int64(cfg.tick) + 1
+	numLevels := (bits.Len64(uint64(maxTick)) + int(shift) - 1) / int(shift)
+	numLevels = max(1, min(numLevels, maxLevels, 62/int(shift)))
+	lanes := cfg.lanes
+	if lanes <= 0 {
+		lanes = defaultLanes()
+	}
+	w := &TimingWheel{
+		tick:      int64(cfg.tick),
+		size:      size,
+		mask:      size - 1,
+		sizeShift: shift,
+		numLevels: numLevels,
+		lanes:     lanes,
+		clock:     cfg.clock,
+		realClock: realClock,
+		exec:      cfg.exec,
+		onPanic:   cfg.onPanic,
+		queue:     newDelayQueue(),
+		stopCh:    make(chan struct{}),
+		exited:    make(chan struct{}),
+		syncReqs:  make(chan syncRequest),
+	}
+	w.start = w.clock.Now()
+	w.due.exp.Store(noExpiration)
+	w.due.lanes = newBuckets(1, lanes)[0].lanes
+	w.level(0)
+	return w, nil
+}
+
+// defaultLanes is the number of lanes per bucket: the next power of two of
+// GOMAXPROCS, so that goroutines running at once rarely share a lock.
+func defaultLanes() int {
+	n := 1
+	for n < runtime.GOMAXPROCS(0) && n < 64 {
+		n <<= 1
+	}
+	return n
+}
+
+// Start starts the driver goroutine. Timers scheduled before Start fire
+// once it runs. Start is idempotent, and does nothing after Stop.
+func (w *TimingWheel) Start() {
+	w.life.Lock()
+	defer w.life.Unlock()
+	if w.started || w.stopped.Load() {
+		return
+	}
+	w.started = true
+	go w.run()
+}
+
+// Stop stops the wheel: no pending timer fires after Stop returns, and the
+// driver goroutine has exited. Timers scheduled afterwards never fire.
+// Stop is idempotent. It must not be called from a task that an inline
+// executor runs on the driver goroutine, since it waits for that goroutine.
+func (w *TimingWheel) Stop() {
+	w.life.Lock()
+	if !w.stopped.Load() {
+		w.stopped.Store(true)
+		close(w.stopCh)
+		if !w.started {
+			close(w.exited)
+		}
+	}
+	w.life.Unlock()
+	<-w.exited
+}
+
+// Len returns the number of timers pending: scheduled and neither fired
+// nor stopped. A periodic timer counts while it waits for its next run.
+// Len locks each bucket lane in turn, so it costs a few microseconds per
+// thousand buckets: call it to observe, not on a hot path.
+func (w *TimingWheel) Len() int {
+	n := int(w.inFlight.Load()) + w.due.count()
+	for i := range w.levels {
+		if lv := w.levels[i].Load(); lv != nil {
+			for j := range lv.buckets {
+				n += lv.buckets[j].count()
+			}
+		}
+	}
+	return n
+}
+
+// AfterFunc waits for duration d and then calls f in the way the executor
+// runs tasks (by default in its own goroutine). It returns a Timer that can
+// cancel the call with Stop or move it with Reset. d <= 0 runs f as soon as
+// possible. It panics if f is nil.
+func (w *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
+	if f == nil {
+		panic("timingwheel: AfterFunc called with nil func")
+	}
+	t := &Timer{f: f, w: w}
+	w.schedule(t, w.deadline(d), kindFunc)
+	return t
+}
+
+// NewTimer returns a Timer that sends the time it fires on its channel C
+// after duration d. As with time.Timer since Go 1.23, C has no stale value
+// after Stop or Reset returns.
+func (w *TimingWheel) NewTimer(d time.Duration) *Timer {
+	c := make(chan time.Time, 1)
+	t := &Timer{C: c, w: w}
+	t.f = func() {
+		select {
+		case c <- w.firedAt:
+		default:
+		}
+	}
+	w.schedule(t, w.deadline(d), kindChan)
+	return t
+}
+
+// After waits for duration d and then sends the time on the returned
+// channel. It is NewTimer(d).C; use NewTimer to be able to stop it.
+func (w *TimingWheel) After(d time.Duration) <-chan time.Time {
+	return w.NewTimer(d).C
+}
+
+// schedule arms a new timer t due at when (ns since start).
+func (w *TimingWheel) schedule(t *Timer, when int64, k uint64) {
+	t.when = when
+	if w.stopped.Load() {
+		t.state = k | statusIdle
+		return
+	}
+	t.state = k | statusPending // t is not shared yet: no atomic needed
+	w.insertOwned(t, t.state, false)
+}
+
+// now returns the wheel's clock in ns since start.
+func (w *TimingWheel) now() int64 {
+	if w.realClock {
+		return int64(time.Since(w.start))
+	}
+	return int64(w.clock.Since(w.start))
+}
+
+// deadline returns now+d in ns since start, saturating instead of
+// overflowing.
+func (w *TimingWheel) deadline(d time.Duration) int64 {
+	now := w.now()
+	if d <= 0 {
+		return now
+	}
+	if int64(d) > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + int64(d)
+}
+
+// tickOf returns the level-0 tick at whose end a deadline of when ns falls
+// due: when rounded up to a tick.
+func (w *TimingWheel) tickOf(when int64) int64 {
+	d := when / w.tick
+	if when%w.tick > 0 {
+		d++
+	}
+	return d
+}
+
+// timeAt converts ns since start to a time on the wheel's clock.
+func (w *TimingWheel) timeAt(ns int64) time.Time {
+	return w.start.Add(time.Duration(ns))
+}
+
+// run is the driver: it advances the clock to now, flushes every bucket
+// due, and sleeps until the earliest bucket is due or a new bucket becomes
+// the earliest.
+func (w *TimingWheel) run() {
+	defer close(w.exited)
+	sleep := w.clock.Timer(time.Hour)
+	sleep.Stop()
+	armed := false
+	for {
+		now := w.now()
+		nowTick := now / w.tick
+		if nowTick > w.cur.Load() {
+			w.cur.Store(nowTick)
+		}
+		if !w.advance(now, nowTick) {
+			return
+		}
+		w.releaseWaiters(now)
+
+		if armed && !sleep.Stop() {
+			drain(sleep.C)
+		}
+		armed = false
+		if next, ok := w.queue.peek(); ok {
+			wait := time.Duration(math.MaxInt64)
+			if next < math.MaxInt64/w.tick {
+				wait = time.Duration(next*w.tick - now)
+			}
+			sleep.Reset(wait)
+			armed = true
+		}
+		select {
+		case <-sleep.C:
+			armed = false
+		case <-w.queue.wake:
+		case r := <-w.syncReqs:
+			w.waiters = append(w.waiters, r)
+		case <-w.stopCh:
+			return
+		}
+	}
+}
+
+// advance flushes the buckets due at nowTick. It returns false if the
+// wheel was stopped meanwhile.
+func (w *TimingWheel) advance(now, nowTick int64) bool {
+	firedAtSet := false
+	for {
+		if w.stopped.Load() {
+			return false
+		}
+		e, ok := w.queue.popDue(nowTick)
+		if !ok {
+			return true
+		}
+		// A stale entry: the bucket was flushed or re-armed since.
+		if !e.b.exp.CompareAndSwap(e.exp, noExpiration) {
+			continue
+		}
+		if !firedAtSet {
+			w.firedAt = w.clock.Now()
+			firedAtSet = true
+		}
+		w.flush(e.b, now, nowTick)
+	}
+}
+
+// runTasks hands the tasks of fired timers to the executor.
+func (w *TimingWheel) runTasks() {
+	for i, f := range w.tasks {
+		w.tasks[i] = nil
+		if w.exec == nil {
+			go w.runTask(f)
+			continue
+		}
+		w.execute(f)
+	}
+	w.tasks = w.tasks[:0]
+}
+
+// execute hands f to the custom executor; a panic of the executor itself
+// is reported like a task's.
+func (w *TimingWheel) execute(f func()) {
+	defer w.recoverPanic()
+	w.exec(func() { w.runTask(f) })
+}
+
+// runTask runs f, reporting a panic to the panic handler.
+func (w *TimingWheel) runTask(f func()) {
+	defer w.recoverPanic()
+	f()
+}
+
+func (w *TimingWheel) recoverPanic() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if w.onPanic != nil {
+		w.onPanic(r)
+		return
+	}
+	log.Printf("timingwheel: task panicked: %v\n%s", r, debug.Stack())
+}
+
+type syncRequest struct {
+	upTo int64
+	done chan struct{}
+}
+
+// Sync blocks until the driver has processed every timer due at the
+// moment of the call: each has fired (its task handed to the executor, so
+// run already with an inline executor) or cascaded. It is meant for tests
+// that drive the wheel with a mock clock: advance the clock, then Sync,
+// then assert. It returns ErrNotStarted before Start, ErrStopped after
+// Stop, or the context's error. It must not be called from a task run
+// inline on the driver goroutine.
+func (w *TimingWheel) Sync(ctx context.Context) error {
+	w.life.Lock()
+	started := w.started
+	w.life.Unlock()
+	if w.stopped.Load() {
+		return ErrStopped
+	}
+	if !started {
+		return ErrNotStarted
+	}
+	r := syncRequest{upTo: w.now(), done: make(chan struct{})}
+	select {
+	case w.syncReqs <- r:
+	case <-w.exited:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-r.done:
+		return nil
+	case <-w.exited:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// releaseWaiters completes the Sync calls whose moment has been processed.
+func (w *TimingWheel) releaseWaiters(now int64) {
+	kept := w.waiters[:0]
+	for _, r := range w.waiters {
+		if r.upTo <= now {
+			close(r.done)
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	clear(w.waiters[len(kept):])
+	w.waiters = kept
+}

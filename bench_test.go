@@ -35,7 +35,7 @@ type engine struct {
 	preload func(n int) (stopAll func())
 	// startStop schedules f after d and stops it, n times.
 	startStop func(n int, d time.Duration, f func())
-	pending func() int
+	pending   func() int
 }
 
 func engines(b *testing.B) []engine {

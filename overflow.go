@@ -65,9 +65,17 @@ func (w *TimingWheel) bucketFor(d, c0 int64) (*bucket, int64) {
 
 // insertOwned links t, which the caller owns (a new timer, or one whose
 // status it set to mutating), and makes it pending with state st. A new
-// timer is created pending, so store is false for it.
-func (w *TimingWheel) insertOwned(t *Timer, st uint64, store bool) {
-	b, exp := w.bucketFor(w.tickOf(t.when), w.cur.Load())
+// timer is created pending, so store is false for it. A timer already due
+// (its deadline is not after the caller's now) goes to the due bucket,
+// which the driver flushes on its next pass.
+func (w *TimingWheel) insertOwned(t *Timer, st uint64, store, due bool) {
+	var b *bucket
+	var exp int64
+	if c0 := w.cur.Load(); due {
+		b, exp = &w.due, c0
+	} else {
+		b, exp = w.bucketFor(w.tickOf(t.when), c0)
+	}
 	l := b.laneFor(t)
 	l.mu.Lock()
 	l.pushBack(t)
@@ -143,7 +151,7 @@ func (w *TimingWheel) flush(b *bucket, now, nowTick int64) {
 	}
 	clear(w.deferred)
 	w.deferred = w.deferred[:0]
-	clear(w.batch)
+	clear(w.batch[:cap(w.batch)])
 	w.inFlight.Store(0)
 	w.runTasks()
 }

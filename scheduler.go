@@ -45,7 +45,9 @@ func (w *TimingWheel) ScheduleFunc(s Scheduler, f func()) *Timer {
 		t.state = kindPeriodic | statusIdle
 		return t
 	}
-	w.schedule(t, w.nsAt(first), kindPeriodic)
+	now := w.now()
+	when := w.nsAt(first)
+	w.schedule(t, when, when <= now, kindPeriodic)
 	return t
 }
 
@@ -75,13 +77,14 @@ func (p *periodic) run() {
 	if !t.cas(s, owned) {
 		return // stopped or reset during the run
 	}
-	next := p.next(w.timeAt(t.when), w.clock.Now())
+	now := w.now()
+	next := p.next(w.timeAt(t.when), w.timeAt(now))
 	if next.IsZero() || w.stopped.Load() {
 		t.store(withStatus(owned, statusIdle))
 		return
 	}
 	t.when = w.nsAt(next)
-	w.insertOwned(t, withStatus(owned, statusPending), true)
+	w.insertOwned(t, withStatus(owned, statusPending), true, t.when <= now)
 }
 
 // next returns the run after prev, skipping runs missed before now: if

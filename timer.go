@@ -106,8 +106,9 @@ func (t *Timer) Reset(d time.Duration) bool {
 	return t.rearm(t.w.deadline(d))
 }
 
-// rearm makes t pending at when (ns since start), whatever its status.
-func (t *Timer) rearm(when int64) bool {
+// rearm makes t pending at when (ns since start), whatever its status;
+// due says the deadline has already passed.
+func (t *Timer) rearm(when int64, due bool) bool {
 	var owned uint64
 	active := false
 	for {
@@ -138,7 +139,7 @@ func (t *Timer) rearm(when int64) bool {
 		return active
 	}
 	t.when = when
-	w.insertOwned(t, withStatus(owned, statusPending), true)
+	w.insertOwned(t, withStatus(owned, statusPending), true, due)
 	return active
 }
 

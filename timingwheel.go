@@ -62,10 +62,10 @@ type TimingWheel struct {
 	exec      func(task func())
 	onPanic   func(recovered any)
 
-	cur     atomic.Int64 // the driver's clock, in ticks since start
-	levels  [maxLevels]atomic.Pointer[level]
-	due     bucket // timers already due when added
-	queue   *delayQueue
+	cur    atomic.Int64 // the driver's clock, in ticks since start
+	levels [maxLevels]atomic.Pointer[level]
+	due    bucket // timers already due when added
+	queue  *delayQueue
 	// inFlight counts the timers the driver has taken out of buckets and
 	// not yet settled, for Len.
 	inFlight atomic.Int64
@@ -92,6 +92,7 @@ type config struct {
 	tick      time.Duration
 	wheelSize int64
 	clock     clock.Clock
+	clockSet  bool
 	exec      func(task func())
 	onPanic   func(recovered any)
 	lanes     int
@@ -108,7 +109,9 @@ func WithWheelSize(n int) Option { return func(c *config) { c.wheelSize = int64(
 
 // WithClock sets the clock the wheel reads, for example a
 // clock.NewMock() in tests. The default is clock.New(), the real clock.
-func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock = c } }
+func WithClock(c clock.Clock) Option {
+	return func(cfg *config) { cfg.clock, cfg.clockSet = c, true }
+}
 
 // WithExecutor sets how tasks run. run is called on the driver goroutine
 // with each task; it may run it inline (fastest, but a slow task delays
@@ -126,7 +129,7 @@ func WithPanicHandler(h func(recovered any)) Option { return func(c *config) { c
 // It returns an error wrapping ErrInvalidOption for a tick <= 0, a wheel
 // size < 1 or a nil clock.
 func New(opts ...Option) (*TimingWheel, error) {
-	cfg := config{tick: DefaultTick, wheelSize: DefaultWheelSize, clock: nil}
+	cfg := config{tick: DefaultTick, wheelSize: DefaultWheelSize}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -157,6 +160,8 @@ func newWheel(cfg config) (*TimingWheel, error) {
 		return nil, fmt.Errorf("%w: wheel size must be >= 1, got %d", ErrInvalidOption, cfg.wheelSize)
 	case cfg.wheelSize > 1<<20:
 		return nil, fmt.Errorf("%w: wheel size must be <= %d, got %d", ErrInvalidOption, 1<<20, cfg.wheelSize)
+	case cfg.clockSet && cfg.clock == nil:
+		return nil, fmt.Errorf("%w: clock must not be nil", ErrInvalidOption)
 	}
 	realClock := cfg.clock == nil
 	if realClock {
@@ -263,7 +268,8 @@ func (w *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 		panic("timingwheel: AfterFunc called with nil func")
 	}
 	t := &Timer{f: f, w: w}
-	w.schedule(t, w.deadline(d), kindFunc)
+	when, due := w.deadline(d)
+	w.schedule(t, when, due, kindFunc)
 	return t
 }
 
@@ -279,7 +285,8 @@ func (w *TimingWheel) NewTimer(d time.Duration) *Timer {
 		default:
 		}
 	}
-	w.schedule(t, w.deadline(d), kindChan)
+	when, due := w.deadline(d)
+	w.schedule(t, when, due, kindChan)
 	return t
 }
 
@@ -289,15 +296,16 @@ func (w *TimingWheel) After(d time.Duration) <-chan time.Time {
 	return w.NewTimer(d).C
 }
 
-// schedule arms a new timer t due at when (ns since start).
-func (w *TimingWheel) schedule(t *Timer, when int64, k uint64) {
+// schedule arms a new timer t due at when (ns since start); due says the
+// deadline has already passed.
+func (w *TimingWheel) schedule(t *Timer, when int64, due bool, k uint64) {
 	t.when = when
 	if w.stopped.Load() {
 		t.state = k | statusIdle
 		return
 	}
 	t.state = k | statusPending // t is not shared yet: no atomic needed
-	w.insertOwned(t, t.state, false)
+	w.insertOwned(t, t.state, false, due)
 }
 
 // now returns the wheel's clock in ns since start.
@@ -309,16 +317,16 @@ func (w *TimingWheel) now() int64 {
 }
 
 // deadline returns now+d in ns since start, saturating instead of
-// overflowing.
-func (w *TimingWheel) deadline(d time.Duration) int64 {
+// overflowing, and whether it is already due (d <= 0).
+func (w *TimingWheel) deadline(d time.Duration) (when int64, due bool) {
 	now := w.now()
 	if d <= 0 {
-		return now
+		return now, true
 	}
 	if int64(d) > math.MaxInt64-now {
-		return math.MaxInt64
+		return math.MaxInt64, false
 	}
-	return now + int64(d)
+	return now + int64(d), false
 }
 
 // tickOf returns the level-0 tick at whose end a deadline of when ns falls

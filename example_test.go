@@ -1,0 +1,107 @@
+package timingwheel_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/seed64e23a5c/timingwheel"
+)
+
+func ExampleTimingWheel_AfterFunc() {
+	w, err := timingwheel.New() // 1ms tick
+	if err != nil {
+		panic(err)
+	}
+	w.Start()
+	defer w.Stop()
+
+	done := make(chan struct{})
+	w.AfterFunc(10*time.Millisecond, func() {
+		fmt.Println("order 42 closed: unpaid")
+		close(done)
+	})
+	paid := w.AfterFunc(10*time.Millisecond, func() { fmt.Println("never printed") })
+	fmt.Println("paid in time:", paid.Stop())
+	<-done
+	// Output:
+	// paid in time: true
+	// order 42 closed: unpaid
+}
+
+func ExampleTimingWheel_ScheduleFunc() {
+	// A mock clock makes the schedule visible instantly; a real program
+	// leaves WithClock out.
+	mock := clock.NewMock()
+	w, _ := timingwheel.New(timingwheel.WithClock(mock), timingwheel.WithExecutor(func(task func()) { task() }))
+	w.Start()
+	defer w.Stop()
+
+	start := mock.Now()
+	t := w.ScheduleFunc(timingwheel.Every(15*time.Second), func() {
+		fmt.Println("heartbeat at", mock.Now().Sub(start))
+	})
+	for range 4 {
+		mock.Add(10 * time.Second)
+		_ = w.Sync(context.Background())
+	}
+	t.Stop()
+	// Output:
+	// heartbeat at 15s
+	// heartbeat at 30s
+}
+
+func ExampleTimer_Reset() {
+	mock := clock.NewMock()
+	w, _ := timingwheel.New(timingwheel.WithClock(mock), timingwheel.WithExecutor(func(task func()) { task() }))
+	w.Start()
+	defer w.Stop()
+
+	start := mock.Now()
+	// A session that expires after 30 minutes without activity.
+	session := w.AfterFunc(30*time.Minute, func() {
+		fmt.Println("session expired after", mock.Now().Sub(start))
+	})
+	for range 3 {
+		mock.Add(20 * time.Minute)
+		_ = w.Sync(context.Background())
+		fmt.Println("activity; was pending:", session.Reset(30*time.Minute))
+	}
+	mock.Add(30 * time.Minute)
+	_ = w.Sync(context.Background())
+	// Output:
+	// activity; was pending: true
+	// activity; was pending: true
+	// activity; was pending: true
+	// session expired after 1h30m0s
+}
+
+func ExampleTimingWheel_NewTimer() {
+	w, _ := timingwheel.New()
+	w.Start()
+	defer w.Stop()
+
+	results := make(chan string)
+	go func() {
+		time.Sleep(5 * time.Millisecond)
+		results <- "fast reply"
+	}()
+
+	timeout := w.NewTimer(time.Second)
+	defer timeout.Stop()
+	for range 2 {
+		select {
+		case r := <-results:
+			fmt.Println(r)
+			// Wait at most 20ms for the next reply.
+			timeout.Reset(20 * time.Millisecond)
+		case <-timeout.C:
+			fmt.Println("timed out")
+		}
+	}
+	// Output:
+	// fast reply
+	// timed out
+}

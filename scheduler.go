@@ -42,7 +42,7 @@ func (w *TimingWheel) ScheduleFunc(s Scheduler, f func()) *Timer {
 	t.f = p.run
 	first := s.Next(w.clock.Now())
 	if first.IsZero() {
-		t.state = kindPeriodic | statusIdle
+		t.state = kindPeriodic // status idle
 		return t
 	}
 	now := w.now()

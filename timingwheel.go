@@ -204,11 +204,12 @@ func newWheel(cfg config) (*TimingWheel, error) {
 	return w, nil
 }
 
-// defaultLanes is the number of lanes per bucket: the next power of two of
-// GOMAXPROCS, so that goroutines running at once rarely share a lock.
+// defaultLanes is the number of lanes per bucket: a power of two at least
+// four times GOMAXPROCS, so that goroutines running at once rarely share a
+// lock or a cache line.
 func defaultLanes() int {
 	n := 1
-	for n < runtime.GOMAXPROCS(0) && n < 64 {
+	for n < 4*runtime.GOMAXPROCS(0) && n < 64 {
 		n <<= 1
 	}
 	return n
@@ -301,7 +302,7 @@ func (w *TimingWheel) After(d time.Duration) <-chan time.Time {
 func (w *TimingWheel) schedule(t *Timer, when int64, due bool, k uint64) {
 	t.when = when
 	if w.stopped.Load() {
-		t.state = k | statusIdle
+		t.state = k // status idle: it never fires
 		return
 	}
 	t.state = k | statusPending // t is not shared yet: no atomic needed

@@ -429,8 +429,7 @@ func TestTasksReenterTheWheelInline(t *testing.T) {
 	w, mock := mockWheel(t)
 	fired := newFirings()
 	var self *Timer
-	var other *Timer
-	other = w.AfterFunc(time.Hour, fired.task(mock, 9))
+	other := w.AfterFunc(time.Hour, fired.task(mock, 9))
 	var rounds atomic.Int32
 	self = w.AfterFunc(time.Millisecond, func() {
 		fired.task(mock, 0)()

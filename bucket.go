@@ -34,6 +34,9 @@ type bucket struct {
 	// noExpiration before it drains the lanes (see arm and flush).
 	exp   atomic.Int64
 	lanes []lane
+	// coarse is true for the buckets of overflow levels, whose flush
+	// cascades timers down rather than firing them.
+	coarse bool
 }
 
 // A lane is one intrusive list of a bucket. Its fields are guarded by mu.
@@ -45,10 +48,11 @@ type lane struct {
 }
 
 // newBuckets returns n buckets with k lanes each, backed by one allocation.
-func newBuckets(n, k int) []bucket {
+func newBuckets(n, k int, coarse bool) []bucket {
 	buckets := make([]bucket, n)
 	lanes := make([]lane, n*k)
 	for i := range buckets {
+		buckets[i].coarse = coarse
 		buckets[i].exp.Store(noExpiration)
 		buckets[i].lanes = lanes[i*k : (i+1)*k : (i+1)*k]
 	}

@@ -38,11 +38,12 @@ func (q *delayQueue) push(exp int64, b *bucket) {
 	}
 }
 
-// popDue removes and returns the earliest entry if it is due at now.
-func (q *delayQueue) popDue(now int64) (delayEntry, bool) {
+// popDue removes and returns the earliest entry if it is due at now, and,
+// when fineOnly is set, if its bucket is not coarse.
+func (q *delayQueue) popDue(now int64, fineOnly bool) (delayEntry, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.entries) == 0 || q.entries[0].exp > now {
+	if len(q.entries) == 0 || q.entries[0].exp > now || fineOnly && q.entries[0].b.coarse {
 		return delayEntry{}, false
 	}
 	e := q.entries[0]

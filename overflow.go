@@ -1,13 +1,19 @@
 package timingwheel
 
-// The hierarchy of wheels. Level 0 has size buckets of one tick each; level
-// i has size buckets of size^i ticks each, so it spans size^(i+1) ticks.
-// Overflow levels are created the first time a timer needs them. When the
-// clock reaches a bucket of level i > 0, the driver flushes it: its timers
-// cascade down to finer levels, and those already due fire. The top level
-// keeps timers that are further away than its span: a timer there is put
-// in the slot its deadline maps to and simply placed again each time that
-// slot comes round, so its round count is implicit in its deadline.
+// The hierarchy of wheels. Level 0 has size buckets of one tick each. Each
+// overflow level i > 0 has size buckets of (size/2)^i ticks each, so a
+// bucket of level i spans half of level i-1: the levels overlap twice.
+// Overflow levels are created the first time a timer needs them.
+//
+// The overlap lets the driver cascade a coarse bucket one of its own ticks
+// before its first timer is due: by then every timer in it already fits
+// the finer level. The cascade is done in batches, and between batches the
+// driver fires the level-0 buckets that came due, so moving a large
+// bucket never holds up timers that are due now.
+//
+// The top level keeps timers that are further away than its span: a timer
+// there is put in the slot its deadline maps to and placed again each time
+// that slot comes round, so its round count is implicit in its deadline.
 //
 // Placement never needs a lock on the wheel: a timer may be placed from a
 // slightly stale clock, into any bucket due no later than its deadline,
@@ -32,7 +38,7 @@ func (w *TimingWheel) level(i int) *level {
 	if lv := w.levels[i].Load(); lv != nil {
 		return lv
 	}
-	lv := &level{shift: uint(i) * w.sizeShift, buckets: newBuckets(int(w.size), w.lanes)}
+	lv := &level{shift: uint(i) * (w.sizeShift - 1), buckets: newBuckets(int(w.size), w.lanes, i > 0)}
 	if w.levels[i].CompareAndSwap(nil, lv) {
 		return lv
 	}
@@ -45,20 +51,26 @@ func (w *TimingWheel) bucketFor(d, c0 int64) (*bucket, int64) {
 	if d <= c0 {
 		return &w.due, d
 	}
-	for i := 0; ; i++ {
-		lv := w.level(i)
+	lv := w.level(0)
+	if d-c0 < w.size {
+		// Level 0 fires at the end of the timer's tick.
+		return &lv.buckets[d&w.mask], d
+	}
+	for i := 1; ; i++ {
+		lv = w.level(i)
 		n, c := d>>lv.shift, c0>>lv.shift
+		// Here n >= c+2, since d did not fit level i-1. The bucket
+		// cascades one of its ticks before its range starts, so its
+		// expiration, (n-1)<<shift, is still ahead of c0.
 		if n-c < w.size {
-			// Level 0 fires at the end of the timer's tick; higher levels
-			// cascade at the start of their bucket's range. Either way the
-			// bucket's slot differs from the current one (n > c).
-			return &lv.buckets[n&w.mask], n << lv.shift
+			return &lv.buckets[n&w.mask], (n - 1) << lv.shift
 		}
 		if i == w.numLevels-1 {
-			// Beyond the top level's span: the next slot, within one
-			// rotation, that the deadline maps to.
-			n = c + 1 + (n-c-1)&w.mask
-			return &lv.buckets[n&w.mask], n << lv.shift
+			// Beyond the top level's span: the slot, within one
+			// rotation and at least two slots ahead, that the deadline
+			// maps to.
+			n = c + 2 + (n-c-2)&w.mask
+			return &lv.buckets[n&w.mask], (n - 1) << lv.shift
 		}
 	}
 }
@@ -109,15 +121,19 @@ type moved struct {
 	s uint64
 }
 
-// flush empties bucket b, which is due at tick nowTick (now in ns): due
-// timers fire, the others cascade to the bucket their deadline now maps
-// to. Tasks run after the whole bucket is settled, so a task (even one
-// run inline on this goroutine) never meets a timer in the moving state.
-func (w *TimingWheel) flush(b *bucket, now, nowTick int64) {
+// flush empties bucket b, which is due: due timers fire, the others
+// move to the bucket their deadline now maps to (for a coarse bucket, a
+// finer level). The driver takes the timers out in batches of flushBatch
+// under the lane's lock, settles each batch with no lock held, and runs
+// its tasks before it takes the next; so a task, even one run inline on
+// this goroutine, never meets a timer in the moving state. Between the
+// batches of a coarse bucket it fires the level-0 buckets due meanwhile.
+func (w *TimingWheel) flush(b *bucket) {
 	for i := range b.lanes {
 		l := &b.lanes[i]
-		// Take at most the timers present now; ones added meanwhile
-		// re-arm the bucket and are flushed on the next pass.
+		// Take at most as many timers as are linked now: timers added
+		// meanwhile, or put back into b by this flush, re-arm it and
+		// wait for its next turn.
 		l.mu.Lock()
 		left := l.n
 		l.mu.Unlock()
@@ -142,22 +158,20 @@ func (w *TimingWheel) flush(b *bucket, now, nowTick int64) {
 			l.mu.Unlock()
 			w.batch = batch
 			w.inFlight.Add(int64(len(batch)))
-			w.settle(batch, b, now, nowTick)
+			now := w.now()
+			w.settle(batch, now, w.advanceClock(now))
+			w.inFlight.Add(-int64(len(batch)))
+			clear(batch)
+			w.runTasks()
+			if b.coarse {
+				w.fireDue(w.now(), true)
+			}
 		}
 	}
-	for _, m := range w.deferred {
-		nb, exp := w.bucketFor(w.tickOf(m.t.when), nowTick)
-		w.insertMoved(m.t, m.s, nb, exp)
-	}
-	clear(w.deferred)
-	w.deferred = w.deferred[:0]
-	clear(w.batch[:cap(w.batch)])
-	w.inFlight.Store(0)
-	w.runTasks()
 }
 
-// settle fires or cascades each timer of a batch taken out of b.
-func (w *TimingWheel) settle(batch []moved, b *bucket, now, nowTick int64) {
+// settle fires or moves each timer of a batch.
+func (w *TimingWheel) settle(batch []moved, now, nowTick int64) {
 	for _, m := range batch {
 		t := m.t
 		if t.when <= now {
@@ -165,11 +179,6 @@ func (w *TimingWheel) settle(batch []moved, b *bucket, now, nowTick int64) {
 			continue
 		}
 		nb, exp := w.bucketFor(w.tickOf(t.when), nowTick)
-		if nb == b {
-			// Back into the bucket being drained: wait until it is empty.
-			w.deferred = append(w.deferred, m)
-			continue
-		}
 		w.insertMoved(t, m.s, nb, exp)
 	}
 }

@@ -80,7 +80,6 @@ type TimingWheel struct {
 	// Owned by the driver goroutine.
 	firedAt  time.Time
 	batch    []moved
-	deferred []moved
 	tasks    []func()
 	waiters  []syncRequest
 }
@@ -103,8 +102,8 @@ type config struct {
 func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
 
 // WithWheelSize sets the number of buckets per level (default 512). It is
-// rounded up to a power of two, as Netty does, so that slot arithmetic is
-// shifts and masks.
+// rounded up to a power of two, and to at least 4, as Netty does, so that
+// slot arithmetic is shifts and masks.
 func WithWheelSize(n int) Option { return func(c *config) { c.wheelSize = int64(n) } }
 
 // WithClock sets the clock the wheel reads, for example a
@@ -167,16 +166,17 @@ func newWheel(cfg config) (*TimingWheel, error) {
 	if realClock {
 		cfg.clock = clock.New()
 	}
-	size := int64(2)
+	size := int64(4)
 	for size < cfg.wheelSize {
 		size <<= 1
 	}
-	shift := uint(bits.TrailingZeros64(uint64(size)))
-	// Enough levels to cover every int64 deadline, if maxLevels allows,
-	// and never so many that a level's span overflows.
+	shift := int(bits.TrailingZeros64(uint64(size)))
+	// Level i >= 1 spans 2^(shift + i*(shift-1)) ticks. Enough levels to
+	// cover every int64 deadline, if maxLevels allows, and never so many
+	// that a level's span overflows.
 	maxTick := math.MaxInt64/int64(cfg.tick) + 1
-	numLevels := (bits.Len64(uint64(maxTick)) + int(shift) - 1) / int(shift)
-	numLevels = max(1, min(numLevels, maxLevels, 62/int(shift)))
+	numLevels := 1 + (max(0, bits.Len64(uint64(maxTick))-shift)+shift-2)/(shift-1)
+	numLevels = max(1, min(numLevels, maxLevels, 1+(62-shift)/(shift-1)))
 	lanes := cfg.lanes
 	if lanes <= 0 {
 		lanes = defaultLanes()
@@ -185,7 +185,7 @@ func newWheel(cfg config) (*TimingWheel, error) {
 		tick:      int64(cfg.tick),
 		size:      size,
 		mask:      size - 1,
-		sizeShift: shift,
+		sizeShift: uint(shift),
 		numLevels: numLevels,
 		lanes:     lanes,
 		clock:     cfg.clock,
@@ -199,7 +199,7 @@ func newWheel(cfg config) (*TimingWheel, error) {
 	}
 	w.start = w.clock.Now()
 	w.due.exp.Store(noExpiration)
-	w.due.lanes = newBuckets(1, lanes)[0].lanes
+	w.due.lanes = newBuckets(1, lanes, false)[0].lanes
 	w.level(0)
 	return w, nil
 }
@@ -355,11 +355,7 @@ func (w *TimingWheel) run() {
 	armed := false
 	for {
 		now := w.now()
-		nowTick := now / w.tick
-		if nowTick > w.cur.Load() {
-			w.cur.Store(nowTick)
-		}
-		if !w.advance(now, nowTick) {
+		if !w.fireDue(now, false) {
 			return
 		}
 		w.releaseWaiters(now)
@@ -371,7 +367,10 @@ func (w *TimingWheel) run() {
 		if next, ok := w.queue.peek(); ok {
 			wait := time.Duration(math.MaxInt64)
 			if next < math.MaxInt64/w.tick {
-				wait = time.Duration(next*w.tick - now)
+				wait = time.Duration(next*w.tick - w.now())
+			}
+			if wait <= 0 {
+				continue // came due while we flushed
 			}
 			sleep.Reset(wait)
 			armed = true
@@ -388,15 +387,27 @@ func (w *TimingWheel) run() {
 	}
 }
 
-// advance flushes the buckets due at nowTick. It returns false if the
-// wheel was stopped meanwhile.
-func (w *TimingWheel) advance(now, nowTick int64) bool {
-	firedAtSet := false
+// advanceClock moves the driver's clock to now (ns since start) and
+// returns it in ticks. Only the driver writes cur; it never goes back.
+func (w *TimingWheel) advanceClock(now int64) int64 {
+	nowTick := now / w.tick
+	if nowTick > w.cur.Load() {
+		w.cur.Store(nowTick)
+	}
+	return nowTick
+}
+
+// fireDue flushes the buckets due at now (ns since start); with fineOnly,
+// only level-0 and due buckets, as far as they come first. It returns
+// false if the wheel was stopped meanwhile.
+func (w *TimingWheel) fireDue(now int64, fineOnly bool) bool {
+	nowTick := w.advanceClock(now)
+	stampSet := false
 	for {
 		if w.stopped.Load() {
 			return false
 		}
-		e, ok := w.queue.popDue(nowTick)
+		e, ok := w.queue.popDue(nowTick, fineOnly)
 		if !ok {
 			return true
 		}
@@ -404,11 +415,11 @@ func (w *TimingWheel) advance(now, nowTick int64) bool {
 		if !e.b.exp.CompareAndSwap(e.exp, noExpiration) {
 			continue
 		}
-		if !firedAtSet {
+		if !stampSet {
 			w.firedAt = w.clock.Now()
-			firedAtSet = true
+			stampSet = true
 		}
-		w.flush(e.b, now, nowTick)
+		w.flush(e.b)
 	}
 }
 

@@ -170,9 +170,10 @@ func TestZeroNegativeAndHugeDurations(t *testing.T) {
 // A deadline beyond the top level's span comes round again and fires on
 // time: the top level's implicit round count.
 func TestBeyondTopLevelSpanFiresOnTime(t *testing.T) {
-	w, mock := mockWheel(t, WithWheelSize(2), WithTick(time.Millisecond))
+	w, mock := mockWheel(t, WithWheelSize(4), WithTick(time.Millisecond))
 	require.Equal(t, maxLevels, w.numLevels)
-	span := time.Duration(1<<(maxLevels)) * time.Millisecond // 256ms
+	// The top level, 7, has buckets of 2^7 ticks and spans 2^9.
+	span := time.Duration(1<<(2+maxLevels-1)) * time.Millisecond
 	start := mock.Now()
 	fired := newFirings()
 	d := 3*span + 37*time.Millisecond
@@ -619,7 +620,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestWheelSizeRoundsUpToPowerOfTwo(t *testing.T) {
-	for _, c := range []struct{ in, want int64 }{{1, 2}, {20, 32}, {512, 512}, {513, 1024}} {
+	for _, c := range []struct{ in, want int64 }{{1, 4}, {20, 32}, {512, 512}, {513, 1024}} {
 		w := NewTimingWheel(time.Millisecond, c.in)
 		assert.Equal(t, c.want, w.size, "wheel size %d", c.in)
 		w.Stop()

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seed64e23a5c/timingwheel"
+)
+
+// options holds the settings of one run, from the command line.
+type options struct {
+	// scenarios are the scenarios to run, in order.
+	scenarios []scenario
+	// quick reduces every size that was not set explicitly.
+	quick bool
+
+	// ns are the pending counts of startstop (-n).
+	ns []int
+	// ops is the number of AfterFunc+Stop pairs timed per engine and N.
+	ops int
+	// pending is the number of timers preloaded by memory, idle and
+	// parallel.
+	pending int
+	// fireN timers fire across window in the fire scenario.
+	fireN  int
+	window time.Duration
+	// idleFor is how long idle measures CPU.
+	idleFor time.Duration
+	// goroutines run the parallel scenario for parallelFor.
+	goroutines  int
+	parallelFor time.Duration
+
+	// The wheel's configuration.
+	tick      time.Duration
+	wheelSize int
+	executor  string
+
+	// jsonPath and plotPath are where to write results, if set.
+	jsonPath string
+	plotPath string
+}
+
+// Executors accepted by -executor.
+const (
+	executorGoroutine = "goroutine"
+	executorInline    = "inline"
+)
+
+// quickValues are the values -quick gives to the flags not set
+// explicitly, so that every scenario runs in well under a minute on two
+// cores.
+var quickValues = []struct{ flag, value string }{
+	{"n", "100k,1M"},
+	{"ops", "500k"},
+	{"pending", "500k"},
+	{"fire-n", "200k"},
+	{"window", "1s"},
+	{"idle-for", "1s"},
+	{"for", "1s"},
+}
+
+// memPerTimer is the estimated cost of one pending timer in one engine,
+// handle and bookkeeping included, for the memory check.
+const memPerTimer = 200
+
+// maxCount bounds the counts that flags accept; larger runs are refused
+// anyway by the memory check.
+const maxCount = 1e12
+
+// usageError is an error in the command line: run prints it with the
+// usage message and exits with status 2.
+type usageError struct{ msg string }
+
+// Error returns the message, which run prints before the usage.
+func (e *usageError) Error() string { return e.msg }
+
+// usagef returns a usageError with a formatted message.
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// countValue is a flag.Value for a positive count written as 2000, 500k,
+// 1M or 1.5G.
+type countValue int
+
+// String formats the count as parseCount reads it.
+func (c *countValue) String() string { return formatCount(int(*c)) }
+
+// Set parses s with parseCount.
+func (c *countValue) Set(s string) error {
+	n, err := parseCount(s)
+	if err != nil {
+		return err
+	}
+	*c = countValue(n)
+	return nil
+}
+
+// countList is a flag.Value for a comma-separated list of counts.
+type countList []int
+
+// String formats the list as Set reads it.
+func (l *countList) String() string {
+	parts := make([]string, len(*l))
+	for i, n := range *l {
+		parts[i] = formatCount(n)
+	}
+	return strings.Join(parts, ",")
+}
+
+// Set parses a comma-separated list of counts, replacing the list.
+func (l *countList) Set(s string) error {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		n, err := parseCount(part)
+		if err != nil {
+			return err
+		}
+		out = append(out, n)
+	}
+	*l = out
+	return nil
+}
+
+// countRE matches a count: digits, an optional fraction and an optional
+// suffix k, M or G (either case).
+var countRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)([kKmMgG]?)$`)
+
+// parseCount parses a positive whole count such as 2000, 500k, 1M, 1.5M
+// or 2G. The suffixes are decimal: k is 1e3, M 1e6, G 1e9.
+func parseCount(s string) (int, error) {
+	m := countRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("bad count %q: want a whole number like 2000, 500k or 1M", s)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, fmt.Errorf("bad count %q: %v", s, err)
+	}
+	switch strings.ToLower(m[2]) {
+	case "k":
+		v *= 1e3
+	case "m":
+		v *= 1e6
+	case "g":
+		v *= 1e9
+	}
+	v = math.Round(v*1e6) / 1e6 // 1.1k is 1100, not 1100.0000000000002
+	switch {
+	case v != math.Trunc(v):
+		return 0, fmt.Errorf("bad count %q: not a whole number", s)
+	case v < 1:
+		return 0, fmt.Errorf("bad count %q: must be at least 1", s)
+	case v > maxCount:
+		return 0, fmt.Errorf("bad count %q: must be at most %s", s, formatCount(maxCount))
+	}
+	return int(v), nil
+}
+
+// formatCount writes n with the largest suffix that keeps it whole:
+// 1000000 is 1M, 500000 is 500k, 2500 is 2500.
+func formatCount(n int) string {
+	switch {
+	case n != 0 && n%1_000_000_000 == 0:
+		return strconv.Itoa(n/1_000_000_000) + "G"
+	case n != 0 && n%1_000_000 == 0:
+		return strconv.Itoa(n/1_000_000) + "M"
+	case n != 0 && n%1_000 == 0:
+		return strconv.Itoa(n/1_000) + "k"
+	}
+	return strconv.Itoa(n)
+}
+
+// defaultOptions returns the full-size defaults.
+func defaultOptions() *options {
+	return &options{
+		ns:          []int{1_000_000, 5_000_000, 10_000_000},
+		ops:         2_000_000,
+		pending:     1_000_000,
+		fireN:       1_000_000,
+		window:      2 * time.Second,
+		idleFor:     5 * time.Second,
+		goroutines:  2 * runtime.GOMAXPROCS(0),
+		parallelFor: 2 * time.Second,
+		tick:        timingwheel.DefaultTick,
+		wheelSize:   timingwheel.DefaultWheelSize,
+		executor:    executorGoroutine,
+	}
+}
+
+// newFlagSet returns the flag set that fills o. It prints nothing itself:
+// run reports errors and usage.
+func newFlagSet(o *options) *flag.FlagSet {
+	fs := flag.NewFlagSet("twbench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+
+	fs.BoolVar(&o.quick, "quick", false, "run at reduced size: "+quickSummary()+" (flags given explicitly win)")
+	fs.Var((*countList)(&o.ns), "n", "startstop: comma-separated `counts` of pending timers (forms like 1M,500k,2000)")
+	fs.Var((*countValue)(&o.ops), "ops", "startstop: `count` of AfterFunc+Stop pairs timed per engine and N")
+	fs.Var((*countValue)(&o.pending), "pending", "memory, idle, parallel: `count` of timers pending, due in 1-2h")
+	fs.Var((*countValue)(&o.fireN), "fire-n", "fire: `count` of timers that fire")
+	fs.DurationVar(&o.window, "window", o.window, "fire: the timers' deadlines spread over this window")
+	fs.DurationVar(&o.idleFor, "idle-for", o.idleFor, "idle: how long to measure the process's CPU")
+	fs.IntVar(&o.goroutines, "g", o.goroutines, "parallel: goroutines doing AfterFunc+Stop, 2×GOMAXPROCS by default")
+	fs.DurationVar(&o.parallelFor, "for", o.parallelFor, "parallel: how long each measurement runs")
+	fs.DurationVar(&o.tick, "tick", o.tick, "the wheel's tick (WithTick)")
+	fs.IntVar(&o.wheelSize, "wheel-size", o.wheelSize, "the wheel's buckets per level (WithWheelSize)")
+	fs.StringVar(&o.executor, "executor", o.executor, "the wheel's executor: goroutine (one per task, the default) or inline; fire always measures both")
+	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `file` (- for stdout, which then carries only the JSON; the table goes to stderr)")
+	fs.StringVar(&o.plotPath, "plot", "", "draw fire's lateness CDF and startstop's ns/op against N side by side into `file` (.png or .svg); needs fire or startstop")
+	return fs
+}
+
+// quickSummary describes the -quick values for the usage message.
+func quickSummary() string {
+	parts := make([]string, len(quickValues))
+	for i, q := range quickValues {
+		parts[i] = "-" + q.flag + " " + q.value
+	}
+	return strings.Join(parts, " ")
+}
+
+// parseArgs parses the command line: flags and scenario names, in any
+// order. It returns flag.ErrHelp for -h or -help, a *usageError for
+// anything wrong, and the options otherwise.
+func parseArgs(args []string) (*options, error) {
+	o := defaultOptions()
+	fs := newFlagSet(o)
+	var names []string
+	rest := args
+	for {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &usageError{err.Error()}
+		}
+		left := fs.Args()
+		// Parse stops at a scenario name, or after "--": after "--"
+		// everything is a name.
+		if n := len(rest) - len(left); n > 0 && rest[n-1] == "--" {
+			names = append(names, left...)
+			break
+		}
+		if len(left) == 0 {
+			break
+		}
+		names = append(names, left[0])
+		rest = left[1:]
+	}
+
+	if o.quick {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for _, q := range quickValues {
+			if !set[q.flag] {
+				if err := fs.Set(q.flag, q.value); err != nil {
+					panic("twbench: bad quick value: " + err.Error())
+				}
+			}
+		}
+	}
+
+	if err := o.resolveScenarios(names); err != nil {
+		return nil, err
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// resolveScenarios sets o.scenarios from the names given, expanding "all"
+// and dropping repeats. No name means all. They run in the registry's
+// order, whatever order they are named in, so that a scenario always
+// finds the process in the same state (see the memory scenario).
+func (o *options) resolveScenarios(names []string) error {
+	if len(names) == 0 {
+		names = []string{"all"}
+	}
+	seen := map[string]bool{}
+	add := func(s scenario) {
+		if !seen[s.name] {
+			seen[s.name] = true
+			o.scenarios = append(o.scenarios, s)
+		}
+	}
+	for _, name := range names {
+		if name == "all" {
+			for _, s := range registry {
+				add(s)
+			}
+			continue
+		}
+		s, ok := lookup(name)
+		if !ok {
+			return usagef("unknown scenario %q (known: %s, all)", name, strings.Join(scenarioNames(), ", "))
+		}
+		add(s)
+	}
+	sort.SliceStable(o.scenarios, func(i, j int) bool { return o.scenarios[i].order < o.scenarios[j].order })
+	return nil
+}
+
+// validate checks the values that the flag types do not.
+func (o *options) validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"window", o.window}, {"idle-for", o.idleFor}, {"for", o.parallelFor}, {"tick", o.tick}} {
+		if d.v <= 0 {
+			return usagef("-%s must be a positive duration, got %v", d.name, d.v)
+		}
+	}
+	if o.goroutines < 1 || o.goroutines > 100_000 {
+		return usagef("-g must be between 1 and 100000, got %d", o.goroutines)
+	}
+	if o.executor != executorGoroutine && o.executor != executorInline {
+		return usagef("-executor must be %s or %s, got %q", executorGoroutine, executorInline, o.executor)
+	}
+	if _, err := timingwheel.New(o.wheelOptions()...); err != nil {
+		return usagef("bad wheel configuration: %v", err)
+	}
+	if o.plotPath != "" {
+		switch strings.ToLower(filepath.Ext(o.plotPath)) {
+		case ".png", ".svg":
+		default:
+			return usagef("-plot file must end in .png or .svg, got %q", o.plotPath)
+		}
+		if !o.has("fire") && !o.has("startstop") {
+			return usagef("-plot needs the fire or the startstop scenario")
+		}
+	}
+	return nil
+}
+
+// has reports whether the scenario called name is selected.
+func (o *options) has(name string) bool {
+	return slices.ContainsFunc(o.scenarios, func(s scenario) bool { return s.name == name })
+}
+
+// wheelOptions returns the engine configuration set by -tick,
+// -wheel-size and -executor.
+func (o *options) wheelOptions() []timingwheel.Option {
+	opts := []timingwheel.Option{timingwheel.WithTick(o.tick), timingwheel.WithWheelSize(o.wheelSize)}
+	if o.executor == executorInline {
+		opts = append(opts, timingwheel.WithExecutor(inline))
+	}
+	return opts
+}
+
+// inline is the executor that runs each task on the wheel's driver.
+func inline(task func()) { task() }
+
+// printUsage writes the usage message to w.
+func printUsage(w io.Writer) {
+	fmt.Fprintf(w, `Usage: twbench [flags] [scenario ...]
+
+twbench measures the timing wheel (ours) and Go's runtime timers
+(time.AfterFunc) side by side in one process, and prints a table with the
+ratio ours/runtime beside every figure.
+
+Scenarios, run in this order (default all; flags and names may be mixed):
+`)
+	for _, s := range registry {
+		fmt.Fprintf(w, "  %-10s %s\n", s.name, s.help)
+	}
+	fmt.Fprintf(w, "  %-10s %s\n", "all", "every scenario above, in this order")
+	fmt.Fprintf(w, "\nFlags:\n")
+	fs := newFlagSet(defaultOptions())
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprintf(w, `
+Output: the table goes to stdout; progress bars go to stderr only when it is
+a terminal. -plot FILE draws one image with two panels side by side: the
+lateness CDF of the fire scenario (left) and start+stop ns/op against N
+from startstop (right); a panel whose scenario did not run is left out.
+
+Before it starts, a run estimates its memory at about %d bytes per pending
+timer per engine and refuses (exit status 1) if /proc/meminfo's
+MemAvailable is smaller. Bad flags or arguments exit with status 2.
+
+Examples:
+  twbench -quick
+  twbench startstop -n 1M,500k,2000
+  twbench fire -fire-n 2M -window 4s -plot late.png -json results.json
+`, memPerTimer)
+}

@@ -1,0 +1,23 @@
+// Command twbench measures the timing wheel of package timingwheel against
+// Go's runtime timers (time.AfterFunc), side by side in one process, and
+// prints a table with the ratio ours/runtime beside every figure.
+//
+// Run it with -quick for a run of every scenario at reduced size (under a
+// minute on two cores):
+//
+//	go run ./cmd/twbench -quick
+//
+// or name scenarios to run them alone, at full size by default:
+//
+//	go run ./cmd/twbench startstop -n 1M,5M
+//	go run ./cmd/twbench fire -fire-n 2M -window 4s -plot fire.png
+//
+// See go run ./cmd/twbench -help for every flag and scenario.
+package main
+
+import "os"
+
+// main runs twbench and exits with run's status.
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/seed64e23a5c/timingwheel"
+)
+
+// init registers the fire scenario.
+func init() {
+	register(scenario{
+		name:   "fire",
+		order:  30,
+		help:   "-fire-n timers due across -window: wall time, expiries/s, lateness p50-max, early firings, CPU",
+		timers: func(o *options) int { return o.fireN },
+		run:    runFire,
+	})
+}
+
+// Labels of the engines that fire measures; they name the plot's lines.
+const (
+	labelInline    = "wheel, inline executor"
+	labelGoroutine = "wheel, goroutine executor"
+	labelRuntime   = "runtime"
+)
+
+// fireResult is one engine's measurement of the fire scenario.
+type fireResult struct {
+	// wall runs from the window's start to the last firing; ideally it is
+	// the window itself.
+	wall time.Duration
+	// cpu is the process CPU time from the first AfterFunc to the last
+	// firing.
+	cpu time.Duration
+	// late holds every timer's lateness, sorted.
+	late []time.Duration
+	// early counts the timers that fired before their due time.
+	early int
+}
+
+// fireState is what the fire callbacks share.
+type fireState struct {
+	late  []time.Duration
+	fired atomic.Int64
+	n     int64
+	end   time.Time // written by the last callback, before done closes
+	done  chan struct{}
+}
+
+// runFire measures the wheel with the inline executor, the wheel with the
+// default goroutine-per-task executor, and the runtime, one after the
+// other, each firing -fire-n timers due across -window.
+func runFire(e *env) ([]row, error) {
+	n := e.opts.fireN
+	offsets := make([]time.Duration, n)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range offsets {
+		offsets[i] = time.Duration(r.Int64N(int64(e.opts.window)))
+	}
+
+	in, err := fireWheel(e, labelInline, executorInline, offsets)
+	if err != nil {
+		return nil, err
+	}
+	release()
+	gr, err := fireWheel(e, labelGoroutine, executorGoroutine, offsets)
+	if err != nil {
+		return nil, err
+	}
+	release()
+	rt, err := fireOnce(e, labelRuntime, offsets, func(d time.Duration, f func()) { time.AfterFunc(d, f) })
+	if err != nil {
+		return nil, err
+	}
+	release()
+
+	e.addLateness(labelInline, in.late)
+	e.addLateness(labelGoroutine, gr.late)
+	e.addLateness(labelRuntime, rt.late)
+
+	var rows []row
+	pair := func(figure, unit string, f func(fireResult) float64) {
+		rows = append(rows,
+			both(figure+" (inline)", unit, f(in), f(rt)),
+			both(figure+" (goroutine)", unit, f(gr), f(rt)))
+	}
+	win := "window " + e.opts.window.String()
+	pair("all fired after, "+win, unitSeconds, func(r fireResult) float64 { return seconds(r.wall) })
+	pair("expiries", unitPerSec, func(r fireResult) float64 { return float64(len(r.late)) / r.wall.Seconds() })
+	pair("lateness p50", unitMicros, func(r fireResult) float64 { return micros(percentile(r.late, 0.50)) })
+	pair("lateness p99", unitMicros, func(r fireResult) float64 { return micros(percentile(r.late, 0.99)) })
+	pair("lateness p999", unitMicros, func(r fireResult) float64 { return micros(percentile(r.late, 0.999)) })
+	pair("lateness max", unitMicros, func(r fireResult) float64 { return micros(r.late[len(r.late)-1]) })
+	pair("early firings", unitCount, func(r fireResult) float64 { return float64(r.early) })
+	pair("CPU", unitSeconds, func(r fireResult) float64 { return seconds(r.cpu) })
+	return rows, nil
+}
+
+// fireWheel runs fireOnce on a wheel configured by the flags but with
+// the given executor, whatever -executor says.
+func fireWheel(e *env, label, executor string, offsets []time.Duration) (fireResult, error) {
+	o := *e.opts
+	o.executor = executor
+	w, err := timingwheel.New(o.wheelOptions()...)
+	if err != nil {
+		return fireResult{}, err
+	}
+	w.Start()
+	defer w.Stop()
+	return fireOnce(e, label, offsets, func(d time.Duration, f func()) { w.AfterFunc(d, f) })
+}
+
+// fireOnce schedules one timer per offset, due at the window's start plus
+// the offset, and waits until all have fired. The window starts a lead
+// time after the first AfterFunc, long enough for every timer to be
+// scheduled before the first is due; each callback records its lateness
+// with time.Since(due).
+func fireOnce(e *env, label string, offsets []time.Duration, schedule func(d time.Duration, f func())) (fireResult, error) {
+	n := len(offsets)
+	st := &fireState{late: make([]time.Duration, n), n: int64(n), done: make(chan struct{})}
+	lead := 100*time.Millisecond + time.Duration(n)*time.Microsecond
+	runtime.GC()
+
+	cpu0 := cpuTime()
+	t0 := time.Now()
+	base := t0.Add(lead)
+	e.each("fire: scheduling "+label, n, func(i int) {
+		due := base.Add(offsets[i])
+		schedule(time.Until(due), func() {
+			st.late[i] = time.Since(due)
+			if st.fired.Add(1) == st.n {
+				st.end = time.Now()
+				close(st.done)
+			}
+		})
+	})
+	if took := time.Since(t0); took > lead {
+		fmt.Fprintf(e.stderr, "twbench: fire %s: scheduling took %v, longer than the %v lead: the first timers were scheduled after their due time\n",
+			label, took.Round(time.Millisecond), lead)
+	}
+
+	if err := waitFired(e, label, st, base.Add(e.opts.window)); err != nil {
+		return fireResult{}, err
+	}
+	res := fireResult{wall: st.end.Sub(base), cpu: cpuTime() - cpu0, late: st.late}
+	slices.Sort(res.late)
+	for _, l := range res.late {
+		if l >= 0 {
+			break
+		}
+		res.early++
+	}
+	return res, nil
+}
+
+// waitFired waits until every timer of st has fired, with a progress bar
+// of the count fired. It gives up a minute after the window ends.
+func waitFired(e *env, label string, st *fireState, windowEnd time.Time) error {
+	giveUp := time.NewTimer(time.Until(windowEnd) + time.Minute)
+	defer giveUp.Stop()
+	b := e.progress.start("fire: waiting for "+label, int(st.n))
+	defer b.finish()
+	var tick <-chan time.Time
+	if b.pb != nil {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-st.done:
+			return nil
+		case <-tick:
+			b.set(int(st.fired.Load()))
+		case <-giveUp.C:
+			return fmt.Errorf("%s: only %d of %d timers fired within a minute of the window's end", label, st.fired.Load(), st.n)
+		}
+	}
+}
+
+// percentile returns the q-quantile (0 < q <= 1) of sorted samples: the
+// smallest sample with at least a fraction q of the samples at or below
+// it.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted))-1e-9)) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}

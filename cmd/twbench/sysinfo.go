@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cpuTime returns the user+system CPU time the process has used so far,
+// from getrusage(RUSAGE_SELF).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuModel returns the "model name" of /proc/cpuinfo, or runtime.GOARCH
+// when there is none.
+func cpuModel() string {
+	if v, ok := procField("/proc/cpuinfo", "model name"); ok && v != "" {
+		return v
+	}
+	return runtime.GOARCH
+}
+
+// memAvailable returns MemAvailable from /proc/meminfo in bytes, and
+// false when it cannot be read.
+func memAvailable() (int64, bool) {
+	v, ok := procField("/proc/meminfo", "MemAvailable")
+	if !ok {
+		return 0, false
+	}
+	f := strings.Fields(v) // "23456789 kB"
+	if len(f) == 0 {
+		return 0, false
+	}
+	kb, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if len(f) > 1 && f[1] != "kB" {
+		return 0, false
+	}
+	return kb * 1024, true
+}
+
+// procField returns the value of the first "key: value" line of a /proc
+// file whose key is key.
+func procField(path, key string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == key {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}

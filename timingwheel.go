@@ -78,10 +78,10 @@ type TimingWheel struct {
 	syncReqs chan syncRequest
 
 	// Owned by the driver goroutine.
-	firedAt  time.Time
-	batch    []moved
-	tasks    []func()
-	waiters  []syncRequest
+	firedAt time.Time
+	batch   []moved
+	tasks   []func()
+	waiters []syncRequest
 }
 
 // Option configures a TimingWheel.

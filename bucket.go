@@ -7,27 +7,15 @@ import (
 	"unsafe"
 )
 
-// count returns the number of timers linked in b.
-func (b *bucket) count() int {
-	n := 0
-	for i := range b.lanes {
-		l := &b.lanes[i]
-		l.mu.Lock()
-		n += l.n
-		l.mu.Unlock()
-	}
-	return n
-}
-
 // noExpiration marks a bucket that is not armed in the delay queue.
 const noExpiration = math.MaxInt64
 
 // A bucket holds the timers of one slot of one wheel level.
 //
-// Its timers are spread over a few lanes, each an intrusive doubly-linked
-// list under its own mutex, so that goroutines scheduling timers for the
-// same moment do not all queue on one lock. The lanes share one expiration:
-// the tick at which the driver must flush the bucket.
+// Its timers are spread over a few lanes, each a slice of timers under its
+// own mutex, so that goroutines scheduling timers for the same moment do
+// not all queue on one lock. The lanes share one expiration: the tick at
+// which the driver must flush the bucket.
 type bucket struct {
 	// exp is the tick at which the bucket is due, or noExpiration. Adders
 	// lower it after linking a timer; the driver swaps it back to
@@ -39,24 +27,77 @@ type bucket struct {
 	coarse bool
 }
 
-// A lane is one intrusive list of a bucket. Its fields are guarded by mu.
+// A lane holds timers in a slice; each timer knows its position, so
+// adding and removing one are O(1): removal moves another timer into the
+// hole. A slice rather than an intrusive list keeps the Timer at 48 bytes
+// with three pointers, which is what the garbage collector pays for per
+// pending timer, and frees Stop from touching two neighbours.
+//
+// While the driver flushes the lane, items[:limit] are the timers it has
+// yet to look at, and timers added meanwhile stay after them, so the flush
+// never takes a timer it has just put back. Outside a flush limit is 0.
+//
+// Its fields are guarded by mu.
 type lane struct {
-	mu         sync.Mutex
-	head, tail *Timer
-	n          int // timers linked
-	_          [64 - 8 - 16 - 8]byte
+	mu    sync.Mutex
+	items []*Timer
+	limit int
+	id    uint32 // see laneID
+	_     [64 - 8 - 24 - 8 - 4]byte
 }
 
-// newBuckets returns n buckets with k lanes each, backed by one allocation.
-func newBuckets(n, k int, coarse bool) []bucket {
+// A lane ID names a lane in a Timer in 32 bits instead of a pointer:
+// bits 0-5 the lane, 6-25 the bucket, 26-29 the level plus one (0 for the
+// due bucket), and bit 30 set, so that 0 means "in no lane".
+const (
+	laneIDLinked   = 1 << 30
+	maxLanes       = 64
+	maxWheelSize   = 1 << 20
+	laneIDLaneBits = 6
+	laneIDSlotBits = 20
+)
+
+func laneID(levelCode, bucket, lane int) uint32 {
+	return laneIDLinked | uint32(levelCode)<<(laneIDLaneBits+laneIDSlotBits) | uint32(bucket)<<laneIDLaneBits | uint32(lane)
+}
+
+// laneByID returns the lane named by id, which is not 0.
+func (w *TimingWheel) laneByID(id uint32) *lane {
+	k := id & (maxLanes - 1)
+	slot := id >> laneIDLaneBits & (maxWheelSize - 1)
+	code := id >> (laneIDLaneBits + laneIDSlotBits) & 15
+	if code == 0 {
+		return &w.due.lanes[k]
+	}
+	return &w.levels[code-1].Load().buckets[slot].lanes[k]
+}
+
+// newBuckets returns n buckets with k lanes each, backed by one
+// allocation, for the level whose code is levelCode (see laneID).
+func newBuckets(n, k int, levelCode int) []bucket {
 	buckets := make([]bucket, n)
 	lanes := make([]lane, n*k)
 	for i := range buckets {
-		buckets[i].coarse = coarse
+		buckets[i].coarse = levelCode > 1
 		buckets[i].exp.Store(noExpiration)
 		buckets[i].lanes = lanes[i*k : (i+1)*k : (i+1)*k]
+		for j := range buckets[i].lanes {
+			buckets[i].lanes[j].id = laneID(levelCode, i, j)
+		}
 	}
 	return buckets
+}
+
+// count returns the number of timers in b.
+func (b *bucket) count() int {
+	n := 0
+	for i := range b.lanes {
+		l := &b.lanes[i]
+		l.mu.Lock()
+		n += len(l.items)
+		l.mu.Unlock()
+	}
+	return n
 }
 
 // laneFor returns the lane for t, chosen by the memory span t was
@@ -86,33 +127,46 @@ func (b *bucket) arm(exp int64, q *delayQueue) {
 	}
 }
 
-// pushBack links t at the tail of l. l.mu must be held.
-func (l *lane) pushBack(t *Timer) {
-	t.prev = l.tail
-	t.next = nil
-	if l.tail != nil {
-		l.tail.next = t
-	} else {
-		l.head = t
-	}
-	l.tail = t
-	l.n++
-	t.lane = l
+// minLaneCap is the capacity a lane keeps when it shrinks.
+const minLaneCap = 64
+
+// push adds t to l. l.mu must be held.
+func (l *lane) push(t *Timer) {
+	t.pos = uint32(len(l.items))
+	t.laneID = l.id
+	l.items = append(l.items, t)
 }
 
-// remove unlinks t from l. l.mu must be held and t must be linked in l.
+// remove takes t out of l. l.mu must be held and t must be in l.
 func (l *lane) remove(t *Timer) {
-	if t.prev != nil {
-		t.prev.next = t.next
+	i, last := int(t.pos), len(l.items)-1
+	if i < l.limit {
+		// Keep the timers the flush has yet to see in front: the last
+		// of them fills the hole, and the last timer fills its place.
+		l.limit--
+		l.move(l.limit, i)
+		l.move(last, l.limit)
 	} else {
-		l.head = t.next
+		l.move(last, i)
 	}
-	if t.next != nil {
-		t.next.prev = t.prev
-	} else {
-		l.tail = t.prev
+	l.items[last] = nil
+	l.items = l.items[:last]
+	t.laneID = 0
+	// Give memory back once the lane has mostly emptied, and all of it
+	// once it is empty (a lane cycling one timer keeps its one slot).
+	switch c := cap(l.items); {
+	case len(l.items) == 0 && c > 4:
+		l.items = nil
+	case c > minLaneCap && len(l.items) < c/4:
+		l.items = append(make([]*Timer, 0, max(minLaneCap, 2*len(l.items))), l.items...)
 	}
-	t.next, t.prev = nil, nil
-	l.n--
-	t.lane = nil
+}
+
+// move puts the timer at index from at index to.
+func (l *lane) move(from, to int) {
+	if from != to {
+		m := l.items[from]
+		l.items[to] = m
+		m.pos = uint32(to)
+	}
 }

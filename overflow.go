@@ -38,7 +38,7 @@ func (w *TimingWheel) level(i int) *level {
 	if lv := w.levels[i].Load(); lv != nil {
 		return lv
 	}
-	lv := &level{shift: uint(i) * (w.sizeShift - 1), buckets: newBuckets(int(w.size), w.lanes, i > 0)}
+	lv := &level{shift: uint(i) * (w.sizeShift - 1), buckets: newBuckets(int(w.size), w.lanes, i+1)}
 	if w.levels[i].CompareAndSwap(nil, lv) {
 		return lv
 	}
@@ -90,7 +90,7 @@ func (w *TimingWheel) insertOwned(t *Timer, st uint64, store, due bool) {
 	}
 	l := b.laneFor(t)
 	l.mu.Lock()
-	l.pushBack(t)
+	l.push(t)
 	if store {
 		t.store(st)
 	}
@@ -104,7 +104,7 @@ func (w *TimingWheel) insertOwned(t *Timer, st uint64, store, due bool) {
 func (w *TimingWheel) insertMoved(t *Timer, s uint64, b *bucket, exp int64) {
 	l := b.laneFor(t)
 	l.mu.Lock()
-	l.pushBack(t)
+	l.push(t)
 	if !t.cas(s, withStatus(s, statusPending)) {
 		l.remove(t)
 		l.mu.Unlock()
@@ -131,29 +131,28 @@ type moved struct {
 func (w *TimingWheel) flush(b *bucket) {
 	for i := range b.lanes {
 		l := &b.lanes[i]
-		// Take at most as many timers as are linked now: timers added
-		// meanwhile, or put back into b by this flush, re-arm it and
-		// wait for its next turn.
+		// Look only at the timers in the lane now: timers added
+		// meanwhile, or put back into b by this flush, go after them,
+		// re-arm b and wait for its next turn.
 		l.mu.Lock()
-		left := l.n
+		l.limit = len(l.items)
 		l.mu.Unlock()
-		for left > 0 {
+		for more := true; more; {
 			batch := w.batch[:0]
 			l.mu.Lock()
-			t := l.head
-			for t != nil && len(batch) < flushBatch && left > 0 {
-				next := t.next
+			j := l.limit - 1
+			for ; j >= 0 && len(batch) < flushBatch; j-- {
+				t := l.items[j]
 				// A timer that is not pending has an owner (a Stop or
-				// Reset waiting for this lock) who unlinks it: skip it.
+				// Reset waiting for this lock) who removes it: skip it.
 				if s := t.load(); status(s) == statusPending && t.cas(s, withStatus(s, statusMoving)) {
-					l.remove(t)
-					left--
+					l.remove(t) // fills index j from above it: seen already
 					batch = append(batch, moved{t, withStatus(s, statusMoving)})
 				}
-				t = next
 			}
-			if t == nil {
-				left = 0 // walked the whole lane
+			more = j >= 0
+			if !more {
+				l.limit = 0
 			}
 			l.mu.Unlock()
 			w.batch = batch

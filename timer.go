@@ -21,14 +21,14 @@ type Timer struct {
 	// 1.23, no stale value is received after Stop or Reset returns.
 	C <-chan time.Time
 
-	// The intrusive list links and the lane the timer is linked in. The
-	// lane's lock guards the links; lane itself is read only by the
-	// timer's owner (see state.go).
-	next, prev *Timer
-	lane       *lane
-
 	f func()
 	w *TimingWheel
+
+	// The lane the timer is in (0 if none) and its index there. The
+	// lane's lock guards pos; laneID is read only by the timer's owner
+	// (see state.go).
+	laneID uint32
+	pos    uint32
 }
 
 // Stop prevents the timer from firing. It returns true if the call stopped
@@ -85,7 +85,8 @@ func (t *Timer) stop() bool {
 // unlink removes t from its lane. The caller owns t, having moved it out
 // of pending, so nobody else touches t's links meanwhile.
 func (t *Timer) unlink() {
-	if l := t.lane; l != nil {
+	if t.laneID != 0 {
+		l := t.w.laneByID(t.laneID)
 		l.mu.Lock()
 		l.remove(t)
 		l.mu.Unlock()

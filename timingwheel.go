@@ -157,8 +157,8 @@ func newWheel(cfg config) (*TimingWheel, error) {
 		return nil, fmt.Errorf("%w: tick must be > 0, got %v", ErrInvalidOption, cfg.tick)
 	case cfg.wheelSize < 1:
 		return nil, fmt.Errorf("%w: wheel size must be >= 1, got %d", ErrInvalidOption, cfg.wheelSize)
-	case cfg.wheelSize > 1<<20:
-		return nil, fmt.Errorf("%w: wheel size must be <= %d, got %d", ErrInvalidOption, 1<<20, cfg.wheelSize)
+	case cfg.wheelSize > maxWheelSize:
+		return nil, fmt.Errorf("%w: wheel size must be <= %d, got %d", ErrInvalidOption, maxWheelSize, cfg.wheelSize)
 	case cfg.clockSet && cfg.clock == nil:
 		return nil, fmt.Errorf("%w: clock must not be nil", ErrInvalidOption)
 	}
@@ -199,7 +199,7 @@ func newWheel(cfg config) (*TimingWheel, error) {
 	}
 	w.start = w.clock.Now()
 	w.due.exp.Store(noExpiration)
-	w.due.lanes = newBuckets(1, lanes, false)[0].lanes
+	w.due.lanes = newBuckets(1, lanes, 0)[0].lanes
 	w.level(0)
 	return w, nil
 }
@@ -209,7 +209,7 @@ func newWheel(cfg config) (*TimingWheel, error) {
 // lock or a cache line.
 func defaultLanes() int {
 	n := 1
-	for n < 4*runtime.GOMAXPROCS(0) && n < 64 {
+	for n < 4*runtime.GOMAXPROCS(0) && n < maxLanes {
 		n <<= 1
 	}
 	return n

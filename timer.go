@@ -107,6 +107,16 @@ func (t *Timer) Reset(d time.Duration) bool {
 	return t.rearm(t.w.deadline(d))
 }
 
+// ResetAt is Reset with an absolute deadline, a time on the wheel's clock
+// (see AfterFuncAt). A deadline already past fires the timer as soon as
+// possible.
+func (t *Timer) ResetAt(deadline time.Time) bool {
+	if t == nil || t.w == nil {
+		return false
+	}
+	return t.rearm(t.w.nsAt(deadline), false)
+}
+
 // rearm makes t pending at when (ns since start), whatever its status;
 // due says the deadline has already passed.
 func (t *Timer) rearm(when int64, due bool) bool {

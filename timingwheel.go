@@ -274,6 +274,20 @@ func (w *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 	return t
 }
 
+// AfterFuncAt calls f at deadline, a time on the wheel's clock (for the
+// real clock, a time.Now reading or one derived from it, so that its
+// monotonic reading is used). A deadline already past runs f as soon as
+// possible. It saves AfterFunc's clock read when the caller has just read
+// the clock itself. It panics if f is nil.
+func (w *TimingWheel) AfterFuncAt(deadline time.Time, f func()) *Timer {
+	if f == nil {
+		panic("timingwheel: AfterFuncAt called with nil func")
+	}
+	t := &Timer{f: f, w: w}
+	w.schedule(t, w.nsAt(deadline), false, kindFunc)
+	return t
+}
+
 // NewTimer returns a Timer that sends the time it fires on its channel C
 // after duration d. As with time.Timer since Go 1.23, C has no stale value
 // after Stop or Reset returns.

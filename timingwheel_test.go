@@ -239,6 +239,31 @@ func TestReset(t *testing.T) {
 	assert.Zero(t, w.Len())
 }
 
+// AfterFuncAt and ResetAt take absolute deadlines on the wheel's clock.
+func TestAbsoluteDeadlines(t *testing.T) {
+	w, mock := mockWheel(t)
+	start := mock.Now()
+	fired := newFirings()
+	a := w.AfterFuncAt(start.Add(7*time.Millisecond+300*time.Microsecond), fired.task(mock, 0))
+	w.AfterFuncAt(start.Add(-time.Hour), fired.task(mock, 1))
+	advance(t, w, mock, 0)
+	assert.Equal(t, 1, fired.count(1), "a past deadline fires at once")
+	advance(t, w, mock, 7*time.Millisecond)
+	assert.Zero(t, fired.count(0))
+	assert.True(t, a.ResetAt(start.Add(20*time.Millisecond)))
+	advance(t, w, mock, 5*time.Millisecond)
+	assert.Zero(t, fired.count(0), "fired at the old deadline")
+	for range 8 {
+		advance(t, w, mock, time.Millisecond)
+	}
+	require.Equal(t, 1, fired.count(0))
+	assert.Equal(t, 20*time.Millisecond, fired.times(0)[0].Sub(start))
+	assert.False(t, a.ResetAt(mock.Now()))
+	advance(t, w, mock, 0)
+	assert.Equal(t, 2, fired.count(0))
+	assert.PanicsWithValue(t, "timingwheel: AfterFuncAt called with nil func", func() { w.AfterFuncAt(start, nil) })
+}
+
 // Rule 5: ScheduleFunc with Every keeps its cadence, skips runs missed
 // while the driver was stalled, and stops.
 func TestScheduleFuncEvery(t *testing.T) {

@@ -108,17 +108,31 @@ func (c *core) schedule(n *node, due, now int64, seq uint64) {
 		c.removeReady(int(n.idx))
 	}
 	n.idx = idxPending
-	c.arm(n, time.Duration(due-now))
+	c.arm(n)
 }
 
-// arm makes n's timer fire after d, creating the timer on first use.
-// c.mu must be held.
-func (c *core) arm(n *node, d time.Duration) {
+// arm makes n's timer fire at its due time, creating the timer on first
+// use. It passes the due time as a deadline, so the wheel does not read
+// the clock again. c.mu must be held.
+func (c *core) arm(n *node) {
+	deadline := c.timeOf(n.due)
 	if n.timer == nil {
-		n.timer = c.wheel.AfterFunc(d, func() { c.fire(n) })
+		n.timer = c.wheel.AfterFuncAt(deadline, func() { c.fire(n) })
 		return
 	}
-	n.timer.Reset(d)
+	n.timer.ResetAt(deadline)
+}
+
+// rearm re-arms n's timer for the time left until its due time, measured
+// on the queue's clock: used when a timer fired before the item was due
+// on that clock, so that a wheel on another clock cannot make it spin.
+// c.mu must be held.
+func (c *core) rearm(n *node, now int64) {
+	if n.timer == nil {
+		c.arm(n)
+		return
+	}
+	n.timer.Reset(time.Duration(n.due - now))
 }
 
 // fire is the task of n's timer. It never waits for the queue's lock, so
@@ -187,7 +201,7 @@ func (c *core) settleFired() {
 		if n.due <= now {
 			c.pushReady(n)
 		} else {
-			n.timer.Reset(time.Duration(n.due - now))
+			c.rearm(n, now)
 		}
 	}
 	if cap(fired) <= keepSlots {
@@ -223,7 +237,7 @@ func (c *core) popReady() *node {
 			return n
 		}
 		n.idx = idxPending
-		c.arm(n, time.Duration(n.due-now))
+		c.rearm(n, now)
 	}
 	return nil
 }

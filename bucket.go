@@ -47,14 +47,14 @@ type lane struct {
 }
 
 // A lane ID names a lane in a Timer in 32 bits instead of a pointer:
-// bits 0-5 the lane, 6-25 the bucket, 26-29 the level plus one (0 for the
+// bits 0-5 the lane, 6-21 the bucket, 22-29 the level plus one (0 for the
 // due bucket), and bit 30 set, so that 0 means "in no lane".
 const (
 	laneIDLinked   = 1 << 30
 	maxLanes       = 64
-	maxWheelSize   = 1 << 20
+	maxWheelSize   = 1 << 16
 	laneIDLaneBits = 6
-	laneIDSlotBits = 20
+	laneIDSlotBits = 16
 )
 
 func laneID(levelCode, bucket, lane int) uint32 {
@@ -65,7 +65,7 @@ func laneID(levelCode, bucket, lane int) uint32 {
 func (w *TimingWheel) laneByID(id uint32) *lane {
 	k := id & (maxLanes - 1)
 	slot := id >> laneIDLaneBits & (maxWheelSize - 1)
-	code := id >> (laneIDLaneBits + laneIDSlotBits) & 15
+	code := id >> (laneIDLaneBits + laneIDSlotBits) & 255
 	if code == 0 {
 		return &w.due.lanes[k]
 	}

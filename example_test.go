@@ -43,8 +43,8 @@ func ExampleTimingWheel_ScheduleFunc() {
 	t := w.ScheduleFunc(timingwheel.Every(15*time.Second), func() {
 		fmt.Println("heartbeat at", mock.Now().Sub(start))
 	})
-	for range 4 {
-		mock.Add(10 * time.Second)
+	for range 8 {
+		mock.Add(5 * time.Second)
 		_ = w.Sync(context.Background())
 	}
 	t.Stop()

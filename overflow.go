@@ -20,9 +20,11 @@ package timingwheel
 // because the driver re-examines every timer of a bucket it flushes and
 // fires only those whose deadline has passed.
 
-// maxLevels bounds the hierarchy; with the default configuration four
-// levels already cover math.MaxInt64 nanoseconds.
-const maxLevels = 8
+// maxLevels bounds the hierarchy. Levels are created only when needed, so
+// the bound costs nothing: with the default configuration seven levels
+// cover math.MaxInt64 nanoseconds, and only the smallest wheels need more.
+// Beyond it the top level wraps round.
+const maxLevels = 64
 
 // flushBatch is how many timers the driver takes out of a lane per lock.
 const flushBatch = 256
@@ -158,6 +160,7 @@ func (w *TimingWheel) flush(b *bucket) {
 			w.batch = batch
 			w.inFlight.Add(int64(len(batch)))
 			now := w.now()
+			w.firedAt = w.timeAt(now) // what channel timers send
 			w.settle(batch, now, w.advanceClock(now))
 			w.inFlight.Add(-int64(len(batch)))
 			clear(batch)

@@ -1,6 +1,10 @@
 package timingwheel
 
-import "time"
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
 
 // Scheduler decides when a periodic timer runs. Next returns the time of
 // the run after prev; the zero time ends the schedule. ScheduleFunc calls
@@ -61,31 +65,50 @@ type periodic struct {
 	t *Timer
 	s Scheduler
 	f func()
+	// mu is held for a whole run, so runs never overlap, even when a
+	// Reset during a run schedules the next one before it returns.
+	mu sync.Mutex
 }
 
 // run is the task of a periodic timer: it claims the run, calls f, and
 // schedules the next run unless the timer was stopped or reset meanwhile.
+// It asks the Scheduler for the next time while the timer is still
+// executing, so Stop and Reset never wait on the Scheduler, which may even
+// call them itself.
 func (p *periodic) run() {
 	t, w := p.t, p.t.w
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	s := t.load()
-	if status(s) != statusRunning || !t.cas(s, withStatus(s, statusExecuting)) {
+	if status(s) != statusRunning {
 		return // stopped or reset after it fired: this run does not start
 	}
+	// Read the deadline before the claim: if a Reset changes it
+	// meanwhile, the claim fails. (Resets store it atomically for this.)
+	prev := atomic.LoadInt64(&t.when)
+	if !t.cas(s, withStatus(s, statusExecuting)) {
+		return
+	}
 	w.runTask(p.f)
+	now := w.now()
+	next := p.next(w.timeAt(prev), w.timeAt(now))
 	s = withStatus(s, statusExecuting)
 	owned := nextGeneration(s, statusMutating)
 	if !t.cas(s, owned) {
 		return // stopped or reset during the run
 	}
-	now := w.now()
-	next := p.next(w.timeAt(t.when), w.timeAt(now))
 	if next.IsZero() || w.stopped.Load() {
 		t.store(withStatus(owned, statusIdle))
 		return
 	}
-	t.when = w.nsAt(next)
-	w.insertOwned(t, withStatus(owned, statusPending), true, t.when <= now)
+	when := w.nsAt(next)
+	atomic.StoreInt64(&t.when, when)
+	w.insertOwned(t, withStatus(owned, statusPending), true, when <= now)
 }
+
+// maxSkips bounds the runs next skips after a stall, for a Scheduler other
+// than Every, which skips in one step.
+const maxSkips = 1 << 20
 
 // next returns the run after prev, skipping runs missed before now: if
 // several are due, only the latest of them is kept.
@@ -98,11 +121,12 @@ func (p *periodic) next(prev, now time.Time) time.Time {
 		missed := now.Sub(n) / time.Duration(e)
 		return n.Add(missed * time.Duration(e))
 	}
-	for {
+	for range maxSkips {
 		nn := p.s.Next(n)
-		if nn.IsZero() || nn.After(now) {
-			return n
+		if nn.IsZero() || nn.After(now) || !nn.After(n) {
+			break
 		}
 		n = nn
 	}
+	return n
 }

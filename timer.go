@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"runtime"
+	"sync/atomic"
 	"time"
 )
 
@@ -145,11 +146,12 @@ func (t *Timer) rearm(when int64, due bool) bool {
 	}
 	w := t.w
 	if w.stopped.Load() {
-		// A stopped wheel never fires: leave the timer idle.
-		t.store(withStatus(owned, statusIdle))
+		// A stopped wheel never fires: park the timer pending in no lane,
+		// so that a Stop still reports that it kept it from running.
+		t.store(withStatus(owned, statusPending))
 		return active
 	}
-	t.when = when
+	atomic.StoreInt64(&t.when, when) // a periodic run may read it; see periodic.run
 	w.insertOwned(t, withStatus(owned, statusPending), true, due)
 	return active
 }

@@ -64,8 +64,9 @@ type TimingWheel struct {
 
 	cur    atomic.Int64 // the driver's clock, in ticks since start
 	levels [maxLevels]atomic.Pointer[level]
-	due    bucket // timers already due when added
-	queue  *delayQueue
+	// numLevels caps the hierarchy; see newWheel.
+	due   bucket // timers already due when added
+	queue *delayQueue
 	// inFlight counts the timers the driver has taken out of buckets and
 	// not yet settled, for Len.
 	inFlight atomic.Int64
@@ -94,16 +95,18 @@ type config struct {
 	clockSet  bool
 	exec      func(task func())
 	onPanic   func(recovered any)
-	lanes     int
+	lanes     int // lanes per bucket; 0 for the default (tests set it)
+	levels    int // a cap on the levels; 0 for none (tests set it)
 }
 
 // WithTick sets the duration of one level-0 bucket (default 1ms). Timers
 // fire at most one tick late; a shorter tick costs more driver wake-ups.
 func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
 
-// WithWheelSize sets the number of buckets per level (default 512). It is
-// rounded up to a power of two, and to at least 4, as Netty does, so that
-// slot arithmetic is shifts and masks.
+// WithWheelSize sets the number of buckets per level (default 512, at most
+// 65536). It is rounded up to a power of two, and to at least 4, as Netty
+// does, so that slot arithmetic is shifts and masks. Each bucket costs
+// about 64 bytes per lane (4×GOMAXPROCS lanes, fewer for big wheels).
 func WithWheelSize(n int) Option { return func(c *config) { c.wheelSize = int64(n) } }
 
 // WithClock sets the clock the wheel reads, for example a
@@ -177,9 +180,14 @@ func newWheel(cfg config) (*TimingWheel, error) {
 	maxTick := math.MaxInt64/int64(cfg.tick) + 1
 	numLevels := 1 + (max(0, bits.Len64(uint64(maxTick))-shift)+shift-2)/(shift-1)
 	numLevels = max(1, min(numLevels, maxLevels, 1+(62-shift)/(shift-1)))
+	if cfg.levels > 0 {
+		numLevels = min(numLevels, cfg.levels)
+	}
 	lanes := cfg.lanes
 	if lanes <= 0 {
-		lanes = defaultLanes()
+		// Big wheels get fewer lanes, so that a level's lanes stay within
+		// 16 MiB.
+		lanes = min(defaultLanes(), max(1, (1<<18)/int(size)))
 	}
 	w := &TimingWheel{
 		tick:      int64(cfg.tick),
@@ -227,8 +235,10 @@ func (w *TimingWheel) Start() {
 	go w.run()
 }
 
-// Stop stops the wheel: no pending timer fires after Stop returns, and the
-// driver goroutine has exited. Timers scheduled afterwards never fire.
+// Stop stops the wheel: after Stop returns no pending timer fires (no task
+// is handed to the executor; one handed over just before may still be
+// starting in its goroutine) and the driver goroutine has exited. Timers
+// scheduled afterwards never fire, and Stop on them returns true.
 // Stop is idempotent. It must not be called from a task that an inline
 // executor runs on the driver goroutine, since it waits for that goroutine.
 func (w *TimingWheel) Stop() {
@@ -316,7 +326,9 @@ func (w *TimingWheel) After(d time.Duration) <-chan time.Time {
 func (w *TimingWheel) schedule(t *Timer, when int64, due bool, k uint64) {
 	t.when = when
 	if w.stopped.Load() {
-		t.state = k // status idle: it never fires
+		// A stopped wheel never fires: the timer stays pending in no
+		// lane, so that a Stop still reports that it kept it from running.
+		t.state = k | statusPending
 		return
 	}
 	t.state = k | statusPending // t is not shared yet: no atomic needed
@@ -416,7 +428,6 @@ func (w *TimingWheel) advanceClock(now int64) int64 {
 // false if the wheel was stopped meanwhile.
 func (w *TimingWheel) fireDue(now int64, fineOnly bool) bool {
 	nowTick := w.advanceClock(now)
-	stampSet := false
 	for {
 		if w.stopped.Load() {
 			return false
@@ -428,10 +439,6 @@ func (w *TimingWheel) fireDue(now int64, fineOnly bool) bool {
 		// A stale entry: the bucket was flushed or re-armed since.
 		if !e.b.exp.CompareAndSwap(e.exp, noExpiration) {
 			continue
-		}
-		if !stampSet {
-			w.firedAt = w.clock.Now()
-			stampSet = true
 		}
 		w.flush(e.b)
 	}

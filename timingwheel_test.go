@@ -171,10 +171,11 @@ func TestZeroNegativeAndHugeDurations(t *testing.T) {
 // A deadline beyond the top level's span comes round again and fires on
 // time: the top level's implicit round count.
 func TestBeyondTopLevelSpanFiresOnTime(t *testing.T) {
-	w, mock := mockWheel(t, WithWheelSize(4), WithTick(time.Millisecond))
-	require.Equal(t, maxLevels, w.numLevels)
+	const levels = 8
+	w, mock := mockWheel(t, WithWheelSize(4), WithTick(time.Millisecond), func(c *config) { c.levels = levels })
+	require.Equal(t, levels, w.numLevels)
 	// The top level, 7, has buckets of 2^7 ticks and spans 2^9.
-	span := time.Duration(1<<(2+maxLevels-1)) * time.Millisecond
+	span := time.Duration(1<<(2+levels-1)) * time.Millisecond
 	start := mock.Now()
 	fired := newFirings()
 	d := 3*span + 37*time.Millisecond
@@ -311,6 +312,90 @@ func TestScheduleFuncEvery(t *testing.T) {
 	assert.Zero(t, w.Len())
 }
 
+// A Reset during a run schedules the next run, but it starts only after
+// the current one returns.
+func TestScheduleFuncRunsNeverOverlap(t *testing.T) {
+	mock := clock.NewMock()
+	w, err := New(WithClock(mock)) // a goroutine per run
+	require.NoError(t, err)
+	w.Start()
+	defer w.Stop()
+	var running, overlaps, runs atomic.Int32
+	entered, release := make(chan struct{}, 4), make(chan struct{})
+	tm := w.ScheduleFunc(Every(10*time.Millisecond), func() {
+		if running.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		if runs.Add(1) == 1 {
+			entered <- struct{}{}
+			<-release
+		}
+		running.Add(-1)
+	})
+	mock.Add(10 * time.Millisecond)
+	<-entered
+	assert.True(t, tm.Reset(time.Millisecond))
+	advance(t, w, mock, time.Millisecond) // the next run is due and handed over
+	assert.EqualValues(t, 1, runs.Load(), "a run started while the first was running")
+	close(release)
+	require.Eventually(t, func() bool { return runs.Load() == 2 }, 5*time.Second, time.Millisecond)
+	assert.Zero(t, overlaps.Load())
+	assert.True(t, tm.Stop())
+}
+
+// slowScheduler blocks in Next until released.
+type slowScheduler struct {
+	entered, release chan struct{}
+}
+
+func (s slowScheduler) Next(prev time.Time) time.Time {
+	if !prev.IsZero() && prev.UnixNano() > 0 {
+		s.entered <- struct{}{}
+		<-s.release
+	}
+	return prev.Add(time.Millisecond)
+}
+
+// Stop does not wait for a Scheduler's Next, which runs while the timer is
+// still executing.
+func TestStopDoesNotWaitForSchedulerNext(t *testing.T) {
+	mock := clock.NewMock()
+	mock.Add(time.Second) // so that the first Next (from now) does not block
+	w, err := New(WithClock(mock))
+	require.NoError(t, err)
+	w.Start()
+	defer w.Stop()
+	s := slowScheduler{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	first := true
+	s2 := schedulerFunc(func(prev time.Time) time.Time {
+		if first {
+			first = false
+			return prev.Add(time.Millisecond)
+		}
+		return s.Next(prev)
+	})
+	var runs atomic.Int32
+	tm := w.ScheduleFunc(s2, func() { runs.Add(1) })
+	mock.Add(time.Millisecond)
+	<-s.entered // the run is over and Next blocks
+	stopped := make(chan bool)
+	go func() { stopped <- tm.Stop() }()
+	select {
+	case ok := <-stopped:
+		assert.True(t, ok)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop waited for Scheduler.Next")
+	}
+	close(s.release)
+	require.NoError(t, w.Sync(context.Background()))
+	assert.Zero(t, w.Len())
+	assert.EqualValues(t, 1, runs.Load())
+}
+
+type schedulerFunc func(time.Time) time.Time
+
+func (f schedulerFunc) Next(prev time.Time) time.Time { return f(prev) }
+
 // countdown is a Scheduler that ends after n runs.
 type countdown struct {
 	n int
@@ -441,6 +526,26 @@ func TestChannelTimer(t *testing.T) {
 	assert.Zero(t, w.Len())
 }
 
+// The time sent on C is the time the timer fired, never before its
+// deadline, even when an earlier task of the same pass took a while.
+func TestChannelTimerSendsTheTimeItFired(t *testing.T) {
+	w, mock := mockWheel(t)
+	var made time.Time
+	var ct *Timer
+	w.AfterFunc(time.Millisecond, func() {
+		mock.Add(5 * time.Millisecond) // a task that takes 5ms
+		made = mock.Now()
+		ct = w.NewTimer(0)
+	})
+	advance(t, w, mock, time.Millisecond)
+	select {
+	case v := <-ct.C:
+		assert.False(t, v.Before(made), "sent %v, before the timer was made at %v", v, made)
+	default:
+		t.Fatal("no value on C")
+	}
+}
+
 func assertNoValue(t *testing.T, c <-chan time.Time) {
 	t.Helper()
 	select {
@@ -563,8 +668,12 @@ func TestStartStopLifecycle(t *testing.T) {
 	assert.Zero(t, fired.count(1))
 	assert.Zero(t, fired.count(2))
 	assert.True(t, pending.Stop(), "it was pending and never fired")
-	assert.False(t, after.Stop(), "a timer made after Stop was never pending")
+	// A timer made after Stop never runs, so Stop reports it kept it from
+	// running: exactly one of the two still holds.
+	assert.True(t, after.Stop())
+	assert.False(t, after.Stop())
 	assert.False(t, after.Reset(time.Millisecond))
+	assert.True(t, after.Stop())
 }
 
 func TestStopWithoutStart(t *testing.T) {

@@ -41,9 +41,13 @@ type bucket struct {
 type lane struct {
 	mu    sync.Mutex
 	items []*Timer
-	limit int
+	limit int32
 	id    uint32 // see laneID
-	_     [64 - 8 - 24 - 8 - 4]byte
+	// inline is where items points while the lane holds at most two
+	// timers: in the lane's own cache line, where cores using other lanes
+	// never write (two small slices allocated apart could share a line).
+	inline [2]*Timer
+	_      [64 - 8 - 24 - 4 - 4 - 16]byte
 }
 
 // A lane ID names a lane in a Timer in 32 bits instead of a pointer:
@@ -82,7 +86,9 @@ func newBuckets(n, k int, levelCode int) []bucket {
 		buckets[i].exp.Store(noExpiration)
 		buckets[i].lanes = lanes[i*k : (i+1)*k : (i+1)*k]
 		for j := range buckets[i].lanes {
-			buckets[i].lanes[j].id = laneID(levelCode, i, j)
+			l := &buckets[i].lanes[j]
+			l.id = laneID(levelCode, i, j)
+			l.items = l.inline[:0]
 		}
 	}
 	return buckets
@@ -132,6 +138,13 @@ const minLaneCap = 64
 
 // push adds t to l. l.mu must be held.
 func (l *lane) push(t *Timer) {
+	if len(l.items) == len(l.inline) && cap(l.items) == len(l.inline) {
+		// Outgrowing the inline slots (no other slice has their small
+		// capacity): move to the heap and clear them, so they keep no
+		// timer alive.
+		l.items = append(make([]*Timer, 0, 4*len(l.inline)), l.items...)
+		clear(l.inline[:])
+	}
 	t.pos = uint32(len(l.items))
 	t.laneID = l.id
 	l.items = append(l.items, t)
@@ -140,12 +153,12 @@ func (l *lane) push(t *Timer) {
 // remove takes t out of l. l.mu must be held and t must be in l.
 func (l *lane) remove(t *Timer) {
 	i, last := int(t.pos), len(l.items)-1
-	if i < l.limit {
+	if i < int(l.limit) {
 		// Keep the timers the flush has yet to see in front: the last
 		// of them fills the hole, and the last timer fills its place.
 		l.limit--
-		l.move(l.limit, i)
-		l.move(last, l.limit)
+		l.move(int(l.limit), i)
+		l.move(last, int(l.limit))
 	} else {
 		l.move(last, i)
 	}
@@ -153,10 +166,10 @@ func (l *lane) remove(t *Timer) {
 	l.items = l.items[:last]
 	t.laneID = 0
 	// Give memory back once the lane has mostly emptied, and all of it
-	// once it is empty (a lane cycling one timer keeps its one slot).
+	// once it is empty.
 	switch c := cap(l.items); {
-	case len(l.items) == 0 && c > 4:
-		l.items = nil
+	case len(l.items) == 0 && c > len(l.inline):
+		l.items = l.inline[:0]
 	case c > minLaneCap && len(l.items) < c/4:
 		l.items = append(make([]*Timer, 0, max(minLaneCap, 2*len(l.items))), l.items...)
 	}

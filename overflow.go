@@ -137,12 +137,12 @@ func (w *TimingWheel) flush(b *bucket) {
 		// meanwhile, or put back into b by this flush, go after them,
 		// re-arm b and wait for its next turn.
 		l.mu.Lock()
-		l.limit = len(l.items)
+		l.limit = int32(len(l.items))
 		l.mu.Unlock()
 		for more := true; more; {
 			batch := w.batch[:0]
 			l.mu.Lock()
-			j := l.limit - 1
+			j := int(l.limit) - 1
 			for ; j >= 0 && len(batch) < flushBatch; j-- {
 				t := l.items[j]
 				// A timer that is not pending has an owner (a Stop or

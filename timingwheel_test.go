@@ -713,6 +713,25 @@ func TestStoppedAndFiredTimersAreReleased(t *testing.T) {
 	}
 	advance(t, w, mock, 10*time.Millisecond)
 	require.Zero(t, w.Len())
+	// No lane keeps a pointer to a timer it no longer holds, in its items'
+	// spare capacity or in its inline slots.
+	for i := range w.levels {
+		lv := w.levels[i].Load()
+		if lv == nil {
+			continue
+		}
+		for j := range lv.buckets {
+			for k := range lv.buckets[j].lanes {
+				l := &lv.buckets[j].lanes[k]
+				for _, tm := range l.items[:cap(l.items)] {
+					require.Nil(t, tm)
+				}
+				for _, tm := range l.inline {
+					require.Nil(t, tm)
+				}
+			}
+		}
+	}
 	runtime.GC()
 	runtime.GC()
 	alive := 0

@@ -78,6 +78,8 @@ type TimingWheel struct {
 	exited   chan struct{}
 	syncReqs chan syncRequest
 
+	runners sync.Pool // of *runner, for execute
+
 	// Owned by the driver goroutine.
 	firedAt time.Time
 	batch   []moved
@@ -457,11 +459,33 @@ func (w *TimingWheel) runTasks() {
 	w.tasks = w.tasks[:0]
 }
 
-// execute hands f to the custom executor; a panic of the executor itself
-// is reported like a task's.
+// execute hands f to the custom executor, wrapped so that its panic is
+// recovered wherever the executor runs it; a panic of the executor itself
+// is reported like a task's. The wrappers are pooled: firing allocates
+// nothing, which keeps the driver clear of garbage-collector assists.
 func (w *TimingWheel) execute(f func()) {
 	defer w.recoverPanic()
-	w.exec(func() { w.runTask(f) })
+	r, _ := w.runners.Get().(*runner)
+	if r == nil {
+		r = &runner{w: w}
+		r.run = r.runOnce
+	}
+	r.f = f
+	w.exec(r.run)
+}
+
+// A runner carries one task to a custom executor; see execute.
+type runner struct {
+	w   *TimingWheel
+	f   func()
+	run func() // r.runOnce, made once per runner
+}
+
+func (r *runner) runOnce() {
+	w, f := r.w, r.f
+	r.f = nil
+	w.runners.Put(r)
+	w.runTask(f)
 }
 
 // runTask runs f, reporting a panic to the panic handler.

@@ -456,6 +456,11 @@ func (w *TimingWheel) runTasks() {
 		}
 		w.execute(f)
 	}
+	if w.exec == nil && len(w.tasks) > 1 {
+		// Let the goroutines just started run before the next batch
+		// adds more behind them.
+		runtime.Gosched()
+	}
 	w.tasks = w.tasks[:0]
 }
 

@@ -31,6 +31,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	e := newEnv(o, stderr)
 	var rows []row
 	for _, s := range o.scenarios {
+		// Start each scenario from a settled heap: what an earlier one
+		// freed (gigabytes after startstop at 10M) is collected and given
+		// back now, not by the scavenger while this one measures.
+		release()
 		rs, err := s.run(e)
 		if err != nil {
 			fmt.Fprintf(stderr, "twbench: %s: %v\n", s.name, err)

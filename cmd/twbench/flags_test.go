@@ -75,7 +75,7 @@ func TestParseArgsQuick(t *testing.T) {
 func TestParseArgsScenariosAndFlagsInterleaved(t *testing.T) {
 	o, err := parseArgs([]string{"fire", "-fire-n", "2k", "startstop", "-n", "1M,500k,2000", "fire", "-tick", "2ms", "-executor", "inline"})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"startstop", "fire"}, namesOf(o.scenarios), "repeats dropped, registry order")
+	assert.Equal(t, []string{"fire", "startstop"}, namesOf(o.scenarios), "repeats dropped, registry order")
 	assert.Equal(t, 2000, o.fireN)
 	assert.Equal(t, []int{1_000_000, 500_000, 2000}, o.ns)
 	assert.Equal(t, 2*time.Millisecond, o.tick)
@@ -84,7 +84,8 @@ func TestParseArgsScenariosAndFlagsInterleaved(t *testing.T) {
 	o, err = parseArgs([]string{"idle", "all"})
 	require.NoError(t, err)
 	assert.Equal(t, scenarioNames(), namesOf(o.scenarios))
-	assert.Equal(t, "memory", o.scenarios[0].name, "memory runs first, in a fresh process")
+	assert.Equal(t, "fire", o.scenarios[0].name, "fire runs first, in a fresh process")
+	assert.Equal(t, "memory", o.scenarios[1].name, "memory runs next")
 
 	o, err = parseArgs([]string{"-g", "3", "--", "parallel"})
 	require.NoError(t, err)

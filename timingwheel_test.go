@@ -118,6 +118,35 @@ func TestFiresNeverEarlyAndWithinOneTick(t *testing.T) {
 	}
 }
 
+// jumpingClock is a mock clock whose wall time can jump while the elapsed
+// (monotonic) time it reports through Since does not, as the real clock's
+// does when the system time is set.
+type jumpingClock struct {
+	*clock.Mock
+	jump time.Duration
+}
+
+func (c *jumpingClock) Now() time.Time { return c.Mock.Now().Add(c.jump) }
+
+// Deadlines are offsets on the monotonic clock: a jump of the wall clock
+// neither fires a timer early nor delays it.
+func TestWallClockJumpDoesNotMoveDeadlines(t *testing.T) {
+	mock := clock.NewMock()
+	jc := &jumpingClock{Mock: mock}
+	w, err := New(WithClock(jc), WithExecutor(inline))
+	require.NoError(t, err)
+	w.Start()
+	defer w.Stop()
+	fired := newFirings()
+	w.AfterFunc(10*time.Millisecond, fired.task(mock, 0))
+	jc.jump = time.Hour // the wall clock is set an hour ahead
+	advance(t, w, mock, 9*time.Millisecond)
+	assert.Zero(t, fired.count(0), "fired early after a forward jump")
+	jc.jump = -time.Hour // and then an hour back
+	advance(t, w, mock, time.Millisecond)
+	assert.Equal(t, 1, fired.count(0), "delayed by a backward jump")
+}
+
 // Timers far away cascade down through the overflow levels and still fire
 // on time.
 func TestCascadesFromOverflowLevels(t *testing.T) {

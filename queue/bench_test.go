@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -13,12 +12,11 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/seed64e23a5c/timingwheel/internal/heapqueue"
 )
 
 // The benchmarks compare Queue, which keeps pending items on a timing
-// wheel, with heapQueue, the classic container/heap + map design, side by
+// wheel, with internal/heapqueue, the classic container/heap + map design, side by
 // side. Run them alone on a quiet machine, for example:
 //
 //	go test -run '^$' -bench . -benchtime 1000000x ./queue
@@ -45,7 +43,7 @@ type wheelQueue struct{ *Queue[benchValue] }
 func (q wheelQueue) take(ctx context.Context) error { _, err := q.Take(ctx); return err }
 func (q wheelQueue) close()                         { q.Close() }
 
-type classicQueue struct{ *heapQueue[benchValue] }
+type classicQueue struct{ *heapqueue.Queue[benchValue] }
 
 func (q classicQueue) take(ctx context.Context) error { _, err := q.Take(ctx); return err }
 func (q classicQueue) close()                         { q.Close() }
@@ -57,7 +55,7 @@ type impl struct {
 
 var impls = []impl{
 	{"wheel", func() benchQueue { return wheelQueue{New[benchValue]()} }},
-	{"heap", func() benchQueue { return classicQueue{newHeapQueue[benchValue]()} }},
+	{"heap", func() benchQueue { return classicQueue{heapqueue.New[benchValue]()} }},
 }
 
 // farDelay returns a delay in [1h, 2h): nothing preloaded fires during a
@@ -212,30 +210,4 @@ func BenchmarkOfferTake(b *testing.B) {
 			})
 		}
 	}
-}
-
-// The baseline behaves as a keyed delay queue, so that the comparison is
-// fair.
-func TestHeapQueueBaseline(t *testing.T) {
-	q := newHeapQueue[string]()
-	require.NoError(t, q.Offer("b", "B", 2*time.Millisecond))
-	require.NoError(t, q.Offer("a", "A1", time.Hour))
-	require.NoError(t, q.Offer("a", "A", time.Millisecond))
-	require.NoError(t, q.Offer("c", "C", 0))
-	require.NoError(t, q.Offer("d", "D", 0))
-	assert.True(t, q.Remove("d"))
-	assert.False(t, q.Remove("d"))
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	var got []string
-	for range 3 {
-		it, err := q.Take(ctx)
-		require.NoError(t, err)
-		assert.False(t, time.Now().Before(it.Due))
-		got = append(got, it.Value)
-	}
-	assert.Equal(t, []string{"C", "A", "B"}, got)
-	q.Close()
-	_, err := q.Take(ctx)
-	assert.True(t, errors.Is(err, ErrClosed))
 }

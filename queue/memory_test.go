@@ -26,7 +26,7 @@ func heapInUse() int64 {
 // buckets of its peak (several MB here), and so would a slice.
 func TestMemoryReleased(t *testing.T) {
 	if testing.Short() {
-		t.Skip("allocates ~100MB")
+		t.Skip("-short: this test allocates about 100 MB")
 	}
 	const (
 		peak      = 200_000

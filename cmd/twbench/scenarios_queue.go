@@ -1,7 +1,6 @@
 package main
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/seed64e23a5c/timingwheel"
+	"github.com/seed64e23a5c/timingwheel/internal/heapqueue"
 	"github.com/seed64e23a5c/timingwheel/queue"
 )
 
@@ -405,186 +405,16 @@ func queueLateness(e *env, impl queueImpl, k int, window time.Duration) ([]time.
 	return late, nil
 }
 
-// heapQueue is the baseline: a keyed delay queue built the classic way,
-// as Java's DelayQueue or a Redis sorted set polled for due members, in
-// memory. A container/heap orders the items by (due time, offer
-// sequence), a map indexes them by key, one mutex guards both. Offer and
-// Remove cost O(log n). Take sleeps on a timer until the head is due, or
-// until the head changes.
-type heapQueue struct {
-	mu    sync.Mutex
-	items heapItems
-	index map[string]*heapItem
-	seq   uint64
-	base  time.Time
-	// wake is closed, and cleared, when the head may have become due
-	// sooner; nil while no taker waits.
-	wake   chan struct{}
-	closed bool
-}
+// heapQueue adapts the baseline, internal/heapqueue, to delayQueue.
+type heapQueue struct{ *heapqueue.Queue[qvalue] }
 
-// heapItem is one item of a heapQueue.
-type heapItem struct {
-	key   string
-	value qvalue
-	due   int64 // ns since heapQueue.base
-	seq   uint64
-	index int // in the heap
-}
+func newHeapQueue() heapQueue { return heapQueue{heapqueue.New[qvalue]()} }
 
-// heapItems is a min-heap of items by (due, seq) for container/heap,
-// keeping each item's index current.
-type heapItems []*heapItem
-
-func (h heapItems) Len() int { return len(h) }
-
-func (h heapItems) Less(i, j int) bool {
-	return h[i].due < h[j].due || h[i].due == h[j].due && h[i].seq < h[j].seq
-}
-
-func (h heapItems) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-
-func (h *heapItems) Push(x any) {
-	it := x.(*heapItem)
-	it.index = len(*h)
-	*h = append(*h, it)
-}
-
-func (h *heapItems) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return it
-}
-
-// newHeapQueue returns an empty heap queue.
-func newHeapQueue() *heapQueue {
-	return &heapQueue{index: map[string]*heapItem{}, base: time.Now()}
-}
-
-// now returns the time since q.base, on the monotonic clock.
-func (q *heapQueue) now() int64 { return int64(time.Since(q.base)) }
-
-// Offer holds v under key, due after delay, replacing the item already
-// held under key if any.
-func (q *heapQueue) Offer(key string, v qvalue, delay time.Duration) error {
-	due := q.now() + int64(delay)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed {
-		return queue.ErrClosed
+// Take is the baseline's Take, with its item and ErrClosed in queue's terms.
+func (q heapQueue) Take(ctx context.Context) (queue.Item[qvalue], error) {
+	it, err := q.Queue.Take(ctx)
+	if errors.Is(err, heapqueue.ErrClosed) {
+		err = queue.ErrClosed
 	}
-	q.seq++
-	it, ok := q.index[key]
-	if ok {
-		it.value, it.due, it.seq = v, due, q.seq
-		heap.Fix(&q.items, it.index)
-	} else {
-		it = &heapItem{key: key, value: v, due: due, seq: q.seq}
-		q.index[key] = it
-		heap.Push(&q.items, it)
-	}
-	if it.index == 0 {
-		q.signal()
-	}
-	return nil
-}
-
-// Remove cancels the item held under key, reporting whether there was
-// one. Takers sleeping for a removed head wake up on their timer and
-// look again.
-func (q *heapQueue) Remove(key string) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	it, ok := q.index[key]
-	if !ok {
-		return false
-	}
-	heap.Remove(&q.items, it.index)
-	delete(q.index, key)
-	return true
-}
-
-// Take removes and returns the earliest item once it is due, waiting for
-// it. It returns ctx.Err() if ctx ends first, and queue.ErrClosed once the
-// queue is closed.
-func (q *heapQueue) Take(ctx context.Context) (queue.Item[qvalue], error) {
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for {
-		q.mu.Lock()
-		if q.closed {
-			q.mu.Unlock()
-			return queue.Item[qvalue]{}, queue.ErrClosed
-		}
-		wait := time.Duration(-1) // no item: until woken
-		if len(q.items) > 0 {
-			head := q.items[0]
-			if d := head.due - q.now(); d > 0 {
-				wait = time.Duration(d)
-			} else {
-				heap.Pop(&q.items)
-				delete(q.index, head.key)
-				if len(q.items) > 0 {
-					q.signal() // the next head may be due, for another taker
-				}
-				q.mu.Unlock()
-				return queue.Item[qvalue]{Key: head.key, Value: head.value, Due: q.base.Add(time.Duration(head.due))}, nil
-			}
-		}
-		if q.wake == nil {
-			q.wake = make(chan struct{})
-		}
-		wake := q.wake
-		q.mu.Unlock()
-
-		var timeout <-chan time.Time
-		if wait > 0 {
-			if timer == nil {
-				timer = time.NewTimer(wait)
-			} else {
-				timer.Reset(wait)
-			}
-			timeout = timer.C
-		}
-		select {
-		case <-wake:
-		case <-timeout:
-		case <-ctx.Done():
-			return queue.Item[qvalue]{}, ctx.Err()
-		}
-	}
-}
-
-// signal wakes every waiting taker. q.mu must be held.
-func (q *heapQueue) signal() {
-	if q.wake != nil {
-		close(q.wake)
-		q.wake = nil
-	}
-}
-
-// Len returns the number of items held.
-func (q *heapQueue) Len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.items)
-}
-
-// Close drops every item and makes waiting and later Takes return
-// queue.ErrClosed.
-func (q *heapQueue) Close() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.closed = true
-	q.items, q.index = nil, nil
-	q.signal()
+	return queue.Item[qvalue](it), err
 }

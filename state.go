@@ -13,10 +13,12 @@ import "sync/atomic"
 // Stop, Reset and firing race safely: exactly one of them wins. Whoever
 // moves a timer out of pending (to mutating or moving) owns it until it
 // stores the next status, and only an owner reads or writes the timer's
-// links and deadline; the lane's lock guards the list itself.
+// lane ID and deadline; the lane's lock guards its items and each timer's
+// position in them.
 //
 //	idle      not scheduled: new, fired, or stopped
-//	pending   linked in a bucket lane (lane is set before the status)
+//	pending   in a bucket lane (the lane ID is set before the status), or
+//	          in none if its wheel was stopped
 //	moving    taken out of a bucket by the driver, which will fire it or
 //	          link it again; Stop may still cancel it
 //	cancelled stopped while moving: the driver drops it and sets idle

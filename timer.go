@@ -83,8 +83,8 @@ func (t *Timer) stop() bool {
 	}
 }
 
-// unlink removes t from its lane. The caller owns t, having moved it out
-// of pending, so nobody else touches t's links meanwhile.
+// unlink removes t from its lane, if it is in one. The caller owns t,
+// having moved it out of pending, so nobody else moves it meanwhile.
 func (t *Timer) unlink() {
 	if t.laneID != 0 {
 		l := t.w.laneByID(t.laneID)

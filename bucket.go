@@ -112,8 +112,29 @@ func (b *bucket) count() int {
 // while goroutines on other Ps mostly use other lanes. It costs no random
 // number and no shared counter.
 func (b *bucket) laneFor(t *Timer) *lane {
+	return &b.lanes[b.laneIndex(t)]
+}
+
+func (b *bucket) laneIndex(t *Timer) uint64 {
 	span := uint64(uintptr(unsafe.Pointer(t))) >> 13
-	return &b.lanes[(span*0x9E3779B97F4A7C15)>>40&uint64(len(b.lanes)-1)]
+	return (span * 0x9E3779B97F4A7C15) >> 40 & uint64(len(b.lanes)-1)
+}
+
+// lockLaneFor locks and returns a lane of b for t: the one laneFor picks,
+// or, if another goroutine holds it, the next free one. A timer records
+// the lane it is put in, so any lane will do; two goroutines whose spans
+// map to the same lane then go on without waiting for each other.
+func (b *bucket) lockLaneFor(t *Timer) *lane {
+	n := uint64(len(b.lanes))
+	i := b.laneIndex(t)
+	for k := range n {
+		if l := &b.lanes[(i+k)&(n-1)]; l.mu.TryLock() {
+			return l
+		}
+	}
+	l := &b.lanes[i]
+	l.mu.Lock()
+	return l
 }
 
 // arm makes sure the bucket is due no later than exp, pushing it into the

@@ -90,8 +90,7 @@ func (w *TimingWheel) insertOwned(t *Timer, st uint64, store, due bool) {
 	} else {
 		b, exp = w.bucketFor(w.tickOf(t.when), c0)
 	}
-	l := b.laneFor(t)
-	l.mu.Lock()
+	l := b.lockLaneFor(t)
 	l.push(t)
 	if store {
 		t.store(st)

@@ -126,53 +126,9 @@ func BenchmarkAfterFuncStopParallel(b *testing.B) {
 	}
 }
 
-// BenchmarkMemoryPerTimer reports heap bytes per pending timer, for 1M
-// timers sharing one func, with their handles kept alive. Each iteration
-// measures afresh: run it with -benchtime 1x.
-func BenchmarkMemoryPerTimer(b *testing.B) {
-	const n = 1_000_000
-	b.Run("wheel", func(b *testing.B) {
-		for range b.N {
-			base0 := heapInUse()
-			w, _ := New()
-			r := rand.New(rand.NewPCG(1, 2))
-			base := heapInUse()
-			timers := make([]*Timer, n)
-			sliceBytes := heapInUse() - base
-			for i := range timers {
-				timers[i] = w.AfterFunc(spreadDeadline(r), nop)
-			}
-			b.ReportMetric((heapInUse()-base-sliceBytes)/n, "B/timer")
-			b.ReportMetric((base-base0)/1024, "KiB/empty-wheel")
-			runtime.KeepAlive(timers)
-			w.Stop()
-		}
-	})
-	b.Run("runtime", func(b *testing.B) {
-		for range b.N {
-			r := rand.New(rand.NewPCG(1, 2))
-			base := heapInUse()
-			timers := make([]*time.Timer, n)
-			sliceBytes := heapInUse() - base
-			for i := range timers {
-				timers[i] = time.AfterFunc(spreadDeadline(r), nop)
-			}
-			b.ReportMetric((heapInUse()-base-sliceBytes)/n, "B/timer")
-			for _, t := range timers {
-				t.Stop()
-			}
-		}
-	})
-}
-
-func heapInUse() float64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return float64(m.HeapInuse)
-}
-
-// BenchmarkFire schedules 1M timers due across a 2s window and reports
+// BenchmarkFire comes before the benchmarks that stop a million runtime
+// timers: those stay in the runtime's timer heaps for a while and slow the
+// scheduler. It schedules 1M timers due across a 2s window and reports
 // lateness percentiles, early firings and the wall time from the window's
 // start until all fired. The window starts after a lead long enough to
 // schedule every timer, so that none is due before it is scheduled.
@@ -224,6 +180,52 @@ func BenchmarkFire(b *testing.B) {
 	b.Run("runtime", func(b *testing.B) {
 		run(b, func(d time.Duration, f func()) { time.AfterFunc(d, f) })
 	})
+}
+
+// BenchmarkMemoryPerTimer reports heap bytes per pending timer, for 1M
+// timers sharing one func, with their handles kept alive. Each iteration
+// measures afresh: run it with -benchtime 1x.
+func BenchmarkMemoryPerTimer(b *testing.B) {
+	const n = 1_000_000
+	b.Run("wheel", func(b *testing.B) {
+		for range b.N {
+			base0 := heapInUse()
+			w, _ := New()
+			r := rand.New(rand.NewPCG(1, 2))
+			base := heapInUse()
+			timers := make([]*Timer, n)
+			sliceBytes := heapInUse() - base
+			for i := range timers {
+				timers[i] = w.AfterFunc(spreadDeadline(r), nop)
+			}
+			b.ReportMetric((heapInUse()-base-sliceBytes)/n, "B/timer")
+			b.ReportMetric((base-base0)/1024, "KiB/empty-wheel")
+			runtime.KeepAlive(timers)
+			w.Stop()
+		}
+	})
+	b.Run("runtime", func(b *testing.B) {
+		for range b.N {
+			r := rand.New(rand.NewPCG(1, 2))
+			base := heapInUse()
+			timers := make([]*time.Timer, n)
+			sliceBytes := heapInUse() - base
+			for i := range timers {
+				timers[i] = time.AfterFunc(spreadDeadline(r), nop)
+			}
+			b.ReportMetric((heapInUse()-base-sliceBytes)/n, "B/timer")
+			for _, t := range timers {
+				t.Stop()
+			}
+		}
+	})
+}
+
+func heapInUse() float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapInuse)
 }
 
 // BenchmarkIdle reports the CPU the process uses over 5s with 1M timers

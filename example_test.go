@@ -23,7 +23,7 @@ func ExampleTimingWheel_AfterFunc() {
 		fmt.Println("order 42 closed: unpaid")
 		close(done)
 	})
-	paid := w.AfterFunc(10*time.Millisecond, func() { fmt.Println("never printed") })
+	paid := w.AfterFunc(30*time.Minute, func() { fmt.Println("never printed") })
 	fmt.Println("paid in time:", paid.Stop())
 	<-done
 	// Output:

@@ -1,0 +1,124 @@
+package durable
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+)
+
+// The layout of a BoltStore file. Bucket msgs maps a message ID to its
+// record. Each state has an index bucket whose keys order its messages:
+// pending by due time, inflight by lease deadline, dead by time of death;
+// each key is the 8-byte instant followed by an 8-byte sequence number
+// (the order of the writes, so that equal instants keep it), and its value
+// is the ID. Bucket meta holds the counts of each state, so that Stats is
+// O(1).
+var (
+	bucketMsgs     = []byte("msgs")
+	bucketPending  = []byte("pending")
+	bucketInflight = []byte("inflight")
+	bucketDead     = []byte("dead")
+	bucketMeta     = []byte("meta")
+)
+
+type msgState byte
+
+const (
+	statePending msgState = iota + 1
+	stateInflight
+	stateDead
+)
+
+// counterKey is the meta key holding the number of messages in state s.
+func (s msgState) counterKey() []byte { return []byte{'n', byte(s)} }
+
+// A record is the value of a message in bucket msgs:
+//
+//	[0]      state
+//	[1:17]   its key in the state's index: instant and sequence
+//	[17:21]  attempt number
+//	[21:29]  fencing token of the latest claim
+//	[29:37]  the message's due time, in Unix nanoseconds
+//	[37:]    payload
+const recordHeader = 37
+
+type record struct {
+	state   msgState
+	key     indexKey
+	attempt uint32
+	token   uint64
+	due     int64
+	payload []byte
+}
+
+// indexKey is a key of an index bucket: an instant, then a sequence
+// number, both big-endian so that byte order is time order.
+type indexKey [16]byte
+
+func makeIndexKey(at int64, seq uint64) indexKey {
+	var k indexKey
+	binary.BigEndian.PutUint64(k[:8], uint64(at)^(1<<63)) // signed order
+	binary.BigEndian.PutUint64(k[8:], seq)
+	return k
+}
+
+func (k indexKey) at() int64 { return int64(binary.BigEndian.Uint64(k[:8]) ^ (1 << 63)) }
+
+func (r *record) encode() []byte {
+	b := make([]byte, recordHeader+len(r.payload))
+	b[0] = byte(r.state)
+	copy(b[1:17], r.key[:])
+	binary.BigEndian.PutUint32(b[17:21], r.attempt)
+	binary.BigEndian.PutUint64(b[21:29], r.token)
+	binary.BigEndian.PutUint64(b[29:37], uint64(r.due))
+	copy(b[recordHeader:], r.payload)
+	return b
+}
+
+// decodeRecord decodes b, copying the payload out of the file's memory.
+func decodeRecord(b []byte) (record, error) {
+	if len(b) < recordHeader || b[0] < byte(statePending) || b[0] > byte(stateDead) {
+		return record{}, fmt.Errorf("%w: bad record of %d bytes", ErrCorrupt, len(b))
+	}
+	r := record{
+		state:   msgState(b[0]),
+		attempt: binary.BigEndian.Uint32(b[17:21]),
+		token:   binary.BigEndian.Uint64(b[21:29]),
+		due:     int64(binary.BigEndian.Uint64(b[29:37])),
+		payload: append([]byte(nil), b[recordHeader:]...),
+	}
+	copy(r.key[:], b[1:17])
+	return r, nil
+}
+
+// unixNano is t in Unix nanoseconds, clamped to what an int64 holds
+// (years 1678 to 2262).
+func unixNano(t time.Time) int64 {
+	switch {
+	case t.Before(minTime):
+		return math.MinInt64
+	case t.After(maxTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// addDuration is at+d in Unix nanoseconds, saturating instead of
+// overflowing.
+func addDuration(at int64, d time.Duration) int64 {
+	if d > 0 && at > math.MaxInt64-int64(d) {
+		return math.MaxInt64
+	}
+	if d < 0 && at < math.MinInt64-int64(d) {
+		return math.MinInt64
+	}
+	return at + int64(d)
+}
+
+func fromUnixNano(n int64) time.Time { return time.Unix(0, n) }

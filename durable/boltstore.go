@@ -1,0 +1,516 @@
+package durable
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// BoltStore is the embedded Store: one file on local disk, written with
+// bbolt (go.etcd.io/bbolt), a B+tree with copy-on-write pages whose every
+// committed transaction is on disk after one fsync and survives a crash
+// whole or not at all. Open uses it; OpenBoltStore opens one for New.
+//
+// All writes go through one goroutine that commits the calls waiting
+// together in one transaction (group commit). A file is used by one
+// BoltStore at a time: bbolt locks it.
+type BoltStore struct {
+	db    *bolt.DB
+	clock clock.Clock
+
+	ops        chan *writeOp
+	writerDone chan struct{}
+
+	closeMu sync.RWMutex
+	closed  bool
+}
+
+var _ Store = (*BoltStore)(nil)
+
+// OpenBoltStore opens the store in the file at path, creating it if it
+// does not exist. Of opts it uses WithClock, WithSync and
+// WithLockTimeout. It fails with ErrLocked if another store holds the
+// file for longer than the lock timeout, and with ErrCorrupt if the file
+// is not a valid store.
+func OpenBoltStore(path string, opts ...Option) (*BoltStore, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return openBoltStore(path, &cfg)
+}
+
+func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
+	defer recoverCorrupt(&err)
+	if cfg.lockTimeout <= 0 {
+		cfg.lockTimeout = 2 * time.Second
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: cfg.lockTimeout,
+		NoSync:  cfg.sync == SyncNever,
+	})
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("%w: %s (waited %v)", ErrLocked, path, cfg.lockTimeout)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
+		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	case err != nil:
+		return nil, fmt.Errorf("durable: open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketMsgs, bucketPending, bucketInflight, bucketDead, bucketMeta} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		_ = db.Close()
+		if errors.Is(err, berrors.ErrIncompatibleValue) {
+			err = fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+		}
+		return nil, fmt.Errorf("durable: open %s: %w", path, err)
+	}
+	s = &BoltStore{
+		db:         db,
+		clock:      cfg.clock,
+		ops:        make(chan *writeOp, maxBatch),
+		writerDone: make(chan struct{}),
+	}
+	if s.clock == nil {
+		s.clock = clock.New()
+	}
+	go s.groupCommit()
+	return s, nil
+}
+
+// Path is the file's path.
+func (s *BoltStore) Path() string { return s.db.Path() }
+
+// Close waits for the writes under way and closes the file.
+func (s *BoltStore) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.ops)
+	s.closeMu.Unlock()
+	<-s.writerDone
+	return s.db.Close()
+}
+
+func (s *BoltStore) now() int64 { return unixNano(s.clock.Now()) }
+
+// txn is a write transaction with the helpers the methods share.
+type txn struct {
+	tx                                  *bolt.Tx
+	msgs, pending, inflight, dead, meta *bolt.Bucket
+}
+
+func newTxn(tx *bolt.Tx) (*txn, error) {
+	t := &txn{tx: tx, msgs: tx.Bucket(bucketMsgs), pending: tx.Bucket(bucketPending),
+		inflight: tx.Bucket(bucketInflight), dead: tx.Bucket(bucketDead), meta: tx.Bucket(bucketMeta)}
+	if t.msgs == nil || t.pending == nil || t.inflight == nil || t.dead == nil || t.meta == nil {
+		return nil, fmt.Errorf("%w: a bucket is missing", ErrCorrupt)
+	}
+	return t, nil
+}
+
+func (t *txn) index(s msgState) *bolt.Bucket {
+	switch s {
+	case statePending:
+		return t.pending
+	case stateInflight:
+		return t.inflight
+	default:
+		return t.dead
+	}
+}
+
+func (t *txn) get(id string) (*record, error) {
+	b := t.msgs.Get([]byte(id))
+	if b == nil {
+		return nil, nil
+	}
+	r, err := decodeRecord(b)
+	return &r, err
+}
+
+// count adds delta to the number of messages in state s.
+func (t *txn) count(s msgState, delta int64) error {
+	var n int64
+	if b := t.meta.Get(s.counterKey()); len(b) == 8 {
+		n = int64(binary.BigEndian.Uint64(b))
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(n+delta))
+	return t.meta.Put(s.counterKey(), b[:])
+}
+
+func (t *txn) counter(s msgState) int {
+	if b := t.meta.Get(s.counterKey()); len(b) == 8 {
+		return int(binary.BigEndian.Uint64(b))
+	}
+	return 0
+}
+
+// remove deletes r's index key and lowers its state's count. It leaves
+// the record.
+func (t *txn) remove(r *record) error {
+	if err := t.index(r.state).Delete(r.key[:]); err != nil {
+		return err
+	}
+	return t.count(r.state, -1)
+}
+
+// place puts r in state s at instant at, with a new sequence number, and
+// writes it.
+func (t *txn) place(id string, r *record, s msgState, at int64) error {
+	seq, err := t.pending.NextSequence()
+	if err != nil {
+		return err
+	}
+	r.state, r.key = s, makeIndexKey(at, seq)
+	if err := t.index(s).Put(r.key[:], []byte(id)); err != nil {
+		return err
+	}
+	if err := t.count(s, 1); err != nil {
+		return err
+	}
+	return t.msgs.Put([]byte(id), r.encode())
+}
+
+// delete removes the message r of id entirely.
+func (t *txn) delete(id string, r *record) error {
+	if err := t.remove(r); err != nil {
+		return err
+	}
+	return t.msgs.Delete([]byte(id))
+}
+
+// first is the instant of the first key of b, or false if b is empty.
+func first(b *bolt.Bucket) (time.Time, bool) {
+	k, _ := b.Cursor().First()
+	if len(k) != len(indexKey{}) {
+		return time.Time{}, false
+	}
+	return fromUnixNano(indexKey(k).at()), true
+}
+
+func (t *txn) nextTimes() (due, deadline time.Time) {
+	due, _ = first(t.pending)
+	deadline, _ = first(t.inflight)
+	return due, deadline
+}
+
+// leased looks up the in-flight message id with lease token.
+func (t *txn) leased(id string, token uint64) (*record, error) {
+	r, err := t.get(id)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil || r.state != stateInflight || r.token != token {
+		return nil, ErrLeaseLost
+	}
+	return r, nil
+}
+
+// due collects up to limit keys of b whose instant is at or before now.
+func due(b *bolt.Bucket, now int64, limit int) (keys, ids [][]byte) {
+	c := b.Cursor()
+	for k, v := c.First(); k != nil && len(keys) < limit; k, v = c.Next() {
+		if len(k) != len(indexKey{}) || indexKey(k).at() > now {
+			break
+		}
+		keys = append(keys, bytes.Clone(k))
+		ids = append(ids, bytes.Clone(v))
+	}
+	return keys, ids
+}
+
+// Enqueue implements Store.
+func (s *BoltStore) Enqueue(ctx context.Context, msgs []Message) error {
+	for i := range msgs {
+		if err := msgs[i].Validate(); err != nil {
+			return err
+		}
+	}
+	return s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+		t, err := newTxn(tx)
+		if err != nil {
+			return false, err
+		}
+		now := s.now()
+		for _, m := range msgs {
+			old, err := t.get(m.ID)
+			if err != nil {
+				return false, err
+			}
+			r := &record{due: now, payload: m.Payload}
+			if !m.Due.IsZero() {
+				r.due = unixNano(m.Due)
+			}
+			if old != nil {
+				r.token = old.token
+				if err := t.remove(old); err != nil {
+					return false, err
+				}
+			}
+			if err := t.place(m.ID, r, statePending, r.due); err != nil {
+				return false, err
+			}
+		}
+		return len(msgs) > 0, nil
+	})
+}
+
+// Cancel implements Store.
+func (s *BoltStore) Cancel(ctx context.Context, id string) (found bool, err error) {
+	err = s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+		t, err := newTxn(tx)
+		if err != nil {
+			return false, err
+		}
+		r, err := t.get(id)
+		switch {
+		case err != nil:
+			return false, err
+		case r == nil:
+			return false, nil
+		case r.state == stateInflight:
+			return false, ErrInFlight
+		}
+		found = true
+		return true, t.delete(id, r)
+	})
+	return found, err
+}
+
+// Claim implements Store.
+func (s *BoltStore) Claim(ctx context.Context, limit int, lease time.Duration) (c Claimed, err error) {
+	err = s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+		c = Claimed{}
+		t, err := newTxn(tx)
+		if err != nil {
+			return false, err
+		}
+		now := s.now()
+		deadline := addDuration(now, lease)
+		_, ids := due(t.pending, now, limit)
+		for _, id := range ids {
+			r, err := t.get(string(id))
+			if err != nil {
+				return false, err
+			}
+			if r == nil || r.state != statePending {
+				return false, fmt.Errorf("%w: pending index names %q, which is not pending", ErrCorrupt, id)
+			}
+			if err := t.remove(r); err != nil {
+				return false, err
+			}
+			token, err := t.inflight.NextSequence()
+			if err != nil {
+				return false, err
+			}
+			r.attempt++
+			r.token = token
+			if err := t.place(string(id), r, stateInflight, deadline); err != nil {
+				return false, err
+			}
+			c.Leases = append(c.Leases, Lease{
+				Message:  Message{ID: string(id), Payload: r.payload, Due: fromUnixNano(r.due)},
+				Attempt:  int(r.attempt),
+				Token:    token,
+				Deadline: fromUnixNano(deadline),
+			})
+		}
+		c.Now = fromUnixNano(now)
+		c.NextDue, c.NextDeadline = t.nextTimes()
+		return len(ids) > 0, nil
+	})
+	return c, err
+}
+
+// Ack implements Store.
+func (s *BoltStore) Ack(ctx context.Context, id string, token uint64) error {
+	return s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+		t, err := newTxn(tx)
+		if err != nil {
+			return false, err
+		}
+		r, err := t.leased(id, token)
+		if err != nil {
+			return false, err
+		}
+		return true, t.delete(id, r)
+	})
+}
+
+// Retry implements Store.
+func (s *BoltStore) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int) (dead bool, err error) {
+	err = s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+		t, err := newTxn(tx)
+		if err != nil {
+			return false, err
+		}
+		r, err := t.leased(id, token)
+		if err != nil {
+			return false, err
+		}
+		dead, err = t.fail(id, r, s.now(), after, maxAttempts)
+		return true, err
+	})
+	return dead, err
+}
+
+// fail ends the lease of r after a failed attempt: r dies, or is pending
+// again after the delay.
+func (t *txn) fail(id string, r *record, now int64, after time.Duration, maxAttempts int) (dead bool, err error) {
+	if err := t.remove(r); err != nil {
+		return false, err
+	}
+	if int(r.attempt) >= maxAttempts {
+		return true, t.place(id, r, stateDead, now)
+	}
+	r.due = addDuration(now, max(after, 0))
+	return false, t.place(id, r, statePending, r.due)
+}
+
+// Extend implements Store.
+func (s *BoltStore) Extend(ctx context.Context, id string, token uint64, by time.Duration) error {
+	return s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+		t, err := newTxn(tx)
+		if err != nil {
+			return false, err
+		}
+		r, err := t.leased(id, token)
+		if err != nil {
+			return false, err
+		}
+		if err := t.remove(r); err != nil {
+			return false, err
+		}
+		return true, t.place(id, r, stateInflight, addDuration(s.now(), by))
+	})
+}
+
+// Reap implements Store.
+func (s *BoltStore) Reap(ctx context.Context, limit int, p RetryPolicy) (rp Reaped, err error) {
+	err = s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+		rp = Reaped{}
+		t, err := newTxn(tx)
+		if err != nil {
+			return false, err
+		}
+		now := s.now()
+		_, ids := due(t.inflight, now, limit)
+		for _, id := range ids {
+			r, err := t.get(string(id))
+			if err != nil {
+				return false, err
+			}
+			if r == nil || r.state != stateInflight {
+				return false, fmt.Errorf("%w: in-flight index names %q, which is not in flight", ErrCorrupt, id)
+			}
+			var after time.Duration
+			if int(r.attempt) < p.MaxAttempts && p.Backoff != nil {
+				after = p.Backoff(int(r.attempt))
+			}
+			dead, err := t.fail(string(id), r, now, after, p.MaxAttempts)
+			if err != nil {
+				return false, err
+			}
+			if dead {
+				rp.Dead++
+			} else {
+				rp.Returned++
+			}
+		}
+		rp.Now = fromUnixNano(now)
+		rp.NextDue, rp.NextDeadline = t.nextTimes()
+		return len(ids) > 0, nil
+	})
+	return rp, err
+}
+
+// DeadLetters implements Store.
+func (s *BoltStore) DeadLetters(ctx context.Context, limit int) ([]Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []Message
+	err := s.view(func(tx *bolt.Tx) error {
+		t, err := newTxn(tx)
+		if err != nil {
+			return err
+		}
+		c := t.dead.Cursor()
+		for k, id := c.First(); k != nil && len(out) < limit; k, id = c.Next() {
+			r, err := t.get(string(id))
+			if err != nil {
+				return err
+			}
+			if r == nil || r.state != stateDead || len(k) != len(indexKey{}) {
+				return fmt.Errorf("%w: dead index names %q, which is not dead", ErrCorrupt, id)
+			}
+			out = append(out, Message{ID: string(id), Payload: r.payload, Due: fromUnixNano(indexKey(k).at())})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Requeue implements Store.
+func (s *BoltStore) Requeue(ctx context.Context, id string, due time.Time) error {
+	return s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+		t, err := newTxn(tx)
+		if err != nil {
+			return false, err
+		}
+		r, err := t.get(id)
+		if err != nil {
+			return false, err
+		}
+		if r == nil || r.state != stateDead {
+			return false, fmt.Errorf("%w: no dead message %q", ErrNotFound, id)
+		}
+		if err := t.remove(r); err != nil {
+			return false, err
+		}
+		r.attempt = 0
+		r.due = s.now()
+		if !due.IsZero() {
+			r.due = unixNano(due)
+		}
+		return true, t.place(id, r, statePending, r.due)
+	})
+}
+
+// Stats implements Store.
+func (s *BoltStore) Stats(ctx context.Context) (st Stats, err error) {
+	if err := ctx.Err(); err != nil {
+		return Stats{}, err
+	}
+	err = s.view(func(tx *bolt.Tx) error {
+		t, err := newTxn(tx)
+		if err != nil {
+			return err
+		}
+		st = Stats{Pending: t.counter(statePending), InFlight: t.counter(stateInflight), Dead: t.counter(stateDead)}
+		st.NextDue, _ = first(t.pending)
+		return nil
+	})
+	return st, err
+}

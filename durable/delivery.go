@@ -1,0 +1,85 @@
+package durable
+
+import (
+	"context"
+	"time"
+)
+
+// Delivery is a message received from a Queue, leased to its receiver
+// until Deadline. Exactly one of Ack and Retry should follow; Extend
+// lengthens the lease of a long task.
+type Delivery struct {
+	Message
+	// Attempt is 1 on the first delivery of the message, 2 on the second,
+	// and so on.
+	Attempt int
+	// Deadline is when the lease expires, on the queue's clock. After it
+	// the message may be delivered again, to this receiver or another.
+	Deadline time.Time
+
+	token uint64
+	q     *Queue
+}
+
+func (q *Queue) delivery(storeNow time.Time, l Lease) *Delivery {
+	return &Delivery{
+		Message:  l.Message,
+		Attempt:  l.Attempt,
+		Deadline: q.clock.Now().Add(l.Deadline.Sub(storeNow)),
+		token:    l.Token,
+		q:        q,
+	}
+}
+
+// Ack deletes the message: it has been handled. Once Ack returns nil the
+// deletion is in the store, and the message never comes back. If the
+// lease was lost (it expired and the message was delivered again, or the
+// message was replaced by an Enqueue), Ack returns ErrLeaseLost and
+// deletes nothing. An Ack after the deadline succeeds if nobody else
+// received the message meanwhile.
+func (d *Delivery) Ack(ctx context.Context) error {
+	if err := d.q.checkOpen(); err != nil {
+		return err
+	}
+	return d.q.store.Ack(ctx, d.ID, d.token)
+}
+
+// Retry reports that this attempt failed. The message is delivered again
+// after the delay after, or, if after is zero or less, after the queue's
+// back-off for this attempt; or it goes to the dead letters if this was
+// its last attempt (WithMaxAttempts). It returns ErrLeaseLost, changing
+// nothing, if the lease was lost.
+func (d *Delivery) Retry(ctx context.Context, after time.Duration) error {
+	q := d.q
+	if err := q.checkOpen(); err != nil {
+		return err
+	}
+	if after <= 0 {
+		after = q.cfg.backoff(d.Attempt)
+	}
+	dead, err := q.store.Retry(ctx, d.ID, d.token, after, q.cfg.maxAttempts)
+	if err != nil {
+		return err
+	}
+	if dead {
+		q.log.Info("durable: message died after its last attempt", "id", d.ID, "attempts", d.Attempt)
+		return nil
+	}
+	q.wakeAt(q.clock.Now().Add(after))
+	return nil
+}
+
+// Extend makes the lease end by from now, for a task that needs longer
+// than the visibility timeout. It returns ErrLeaseLost, changing nothing,
+// if the lease was lost.
+func (d *Delivery) Extend(ctx context.Context, by time.Duration) error {
+	q := d.q
+	if err := q.checkOpen(); err != nil {
+		return err
+	}
+	if err := q.store.Extend(ctx, d.ID, d.token, by); err != nil {
+		return err
+	}
+	d.Deadline = q.clock.Now().Add(by)
+	return nil
+}

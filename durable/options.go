@@ -1,0 +1,124 @@
+package durable
+
+import (
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/seed64e23a5c/timingwheel"
+)
+
+// Option configures a Queue, and for Open its file.
+type Option func(*config)
+
+// SyncPolicy says when the embedded store forces its writes to disk.
+type SyncPolicy int
+
+const (
+	// SyncAlways, the default, fsyncs every commit before the call that
+	// wrote returns: what Enqueue or Ack wrote survives a crash of the
+	// machine. Concurrent calls share one commit and one fsync (group
+	// commit).
+	SyncAlways SyncPolicy = iota
+	// SyncNever leaves writes to the operating system: they survive a
+	// crash of the process (kill -9) but the last ones may be lost, and the
+	// file may even be damaged, when the machine loses power. It is much
+	// faster on disks with slow fsync.
+	SyncNever
+)
+
+type config struct {
+	visibility  time.Duration
+	maxAttempts int
+	backoff     func(attempt int) time.Duration
+	clock       clock.Clock
+	wheel       *timingwheel.TimingWheel
+	logger      *slog.Logger
+	// For Open.
+	sync        SyncPolicy
+	lockTimeout time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		visibility:  30 * time.Second,
+		maxAttempts: 10,
+		backoff:     ExponentialBackoff(time.Second, 10*time.Minute),
+		lockTimeout: 2 * time.Second,
+	}
+}
+
+// WithVisibilityTimeout sets how long a delivery's lease lasts before the
+// message is delivered again (after the back-off): 30s by default.
+func WithVisibilityTimeout(d time.Duration) Option {
+	return func(c *config) { c.visibility = d }
+}
+
+// WithMaxAttempts sets how many deliveries of a message may fail (by Retry
+// or lease expiry) before it goes to the dead letters: 10 by default.
+func WithMaxAttempts(n int) Option {
+	return func(c *config) { c.maxAttempts = n }
+}
+
+// WithBackoff sets the delay before a message is delivered again after
+// attempt number attempt (1 on the first delivery) failed. The default is
+// ExponentialBackoff(time.Second, 10*time.Minute).
+func WithBackoff(f func(attempt int) time.Duration) Option {
+	return func(c *config) { c.backoff = f }
+}
+
+// WithClock sets the clock, for example a clock.NewMock() in tests. For
+// Open it is also the clock of the file's due times and leases. The
+// default is the real clock.
+func WithClock(c clock.Clock) Option {
+	return func(cfg *config) { cfg.clock = c }
+}
+
+// WithWheel makes the queue arm its timers on w, shared with other users,
+// instead of on a wheel of its own. The queue neither starts nor stops
+// w; w must run on the queue's clock.
+func WithWheel(w *timingwheel.TimingWheel) Option {
+	return func(c *config) { c.wheel = w }
+}
+
+// WithLogger sets where the queue reports the store errors it retries
+// (while Receive waits) and the messages that die. The default discards
+// them.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}
+
+// WithSync sets the sync policy of the file of Open: SyncAlways by
+// default. New ignores it.
+func WithSync(p SyncPolicy) Option {
+	return func(c *config) { c.sync = p }
+}
+
+// WithLockTimeout sets how long Open waits for a file that another open
+// queue holds before it fails with ErrLocked: 2s by default. New ignores
+// it.
+func WithLockTimeout(d time.Duration) Option {
+	return func(c *config) { c.lockTimeout = d }
+}
+
+// ExponentialBackoff returns the back-off "exponential with full jitter":
+// after attempt n, a delay drawn uniformly from [0, min(max, base·2ⁿ⁻¹)].
+// The jitter spreads the retries of messages that failed together, so
+// that they do not fail together again.
+func ExponentialBackoff(base, max time.Duration) func(attempt int) time.Duration {
+	return func(attempt int) time.Duration {
+		ceil := max
+		if attempt < 1 {
+			attempt = 1
+		}
+		if attempt-1 < 62 && base < max>>(attempt-1) {
+			ceil = base << (attempt - 1)
+		}
+		if ceil <= 0 {
+			return 0
+		}
+		return rand.N(ceil + 1)
+	}
+}

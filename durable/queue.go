@@ -1,0 +1,476 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/seed64e23a5c/timingwheel"
+)
+
+// Queue is a durable delay queue over a Store. Create one with Open (the
+// embedded file) or New; all methods are safe for concurrent use.
+type Queue struct {
+	store     Store
+	ownsStore bool
+	cfg       config
+	clock     clock.Clock
+	wheel     *timingwheel.TimingWheel
+	ownsWheel bool
+	log       *slog.Logger
+
+	mu     sync.Mutex
+	closed bool
+	// signal is closed, and replaced, when a message may have become due:
+	// waiting receivers then claim again.
+	signal chan struct{}
+	// due fires at the earliest due time the queue knows of, dueAt, and
+	// reap at the earliest lease deadline, reapAt (zero when not armed).
+	due, reap     *timingwheel.Timer
+	dueAt, reapAt time.Time
+	reaping       bool
+	waiting       int // receivers waiting for a signal, for tests
+
+	ctx    context.Context // ends on Close, for the queue's own store calls
+	cancel context.CancelFunc
+	done   <-chan struct{} // ctx.Done()
+	wg     sync.WaitGroup  // the goroutines of reaps and notifications
+}
+
+// Reap and claim sizes: a reap is one transaction of at most reapBatch
+// messages, and repeats while it finds that many.
+const reapBatch = 256
+
+// New returns a queue over s, configured by opts. It reaps the leases
+// that expired while no queue ran (say, after a crash), and arms its
+// timers for the earliest due message and lease. Close the queue when
+// done; it does not close s.
+func New(s Store, opts ...Option) (*Queue, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return newQueue(s, cfg, false)
+}
+
+// Open opens the queue kept in the file at path, creating the file if
+// needed (see BoltStore). Close the queue to release the file.
+func Open(path string, opts ...Option) (*Queue, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s, err := openBoltStore(path, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	q, err := newQueue(s, cfg, true)
+	if err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return q, nil
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.visibility <= 0:
+		return fmt.Errorf("durable: visibility timeout must be positive, got %v", c.visibility)
+	case c.maxAttempts < 1:
+		return fmt.Errorf("durable: max attempts must be at least 1, got %d", c.maxAttempts)
+	case c.backoff == nil:
+		return errors.New("durable: nil back-off function")
+	}
+	return nil
+}
+
+func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
+	if s == nil {
+		return nil, errors.New("durable: nil store")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	q := &Queue{
+		store: s, ownsStore: ownsStore, cfg: cfg, clock: cfg.clock, wheel: cfg.wheel,
+		log: cfg.logger, signal: make(chan struct{}),
+	}
+	q.ctx, q.cancel = context.WithCancel(context.Background())
+	q.done = q.ctx.Done()
+	if q.clock == nil {
+		q.clock = clock.New()
+	}
+	if q.log == nil {
+		q.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if q.wheel == nil {
+		w, err := timingwheel.New(timingwheel.WithClock(q.clock),
+			timingwheel.WithExecutor(func(task func()) { task() }))
+		if err != nil {
+			return nil, err
+		}
+		w.Start()
+		q.wheel, q.ownsWheel = w, true
+	}
+	// Both timers start stopped; arm resets them.
+	q.due = q.wheel.AfterFunc(math.MaxInt64, q.wake)
+	q.due.Stop()
+	q.reap = q.wheel.AfterFunc(math.MaxInt64, q.startReap)
+	q.reap.Stop()
+	// Leases left by a previous run, and the first due time.
+	if err := q.reapExpired(q.ctx); err != nil {
+		q.shutdown()
+		return nil, err
+	}
+	if n, ok := s.(Notifier); ok {
+		q.wg.Add(1)
+		go q.listen(n)
+	}
+	return q, nil
+}
+
+// Enqueue writes m, replacing the message with the same ID if there is
+// one (whatever its state: a delivery of the old one loses its lease).
+// Once it returns nil, m is in the store (on disk for Open with
+// SyncAlways). A message breaking a limit gets an error wrapping
+// ErrInvalidMessage, and nothing is written.
+func (q *Queue) Enqueue(ctx context.Context, m Message) error {
+	if err := q.checkOpen(); err != nil {
+		return err
+	}
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	if err := q.store.Enqueue(ctx, []Message{m}); err != nil {
+		return err
+	}
+	q.wakeAt(m.Due)
+	return nil
+}
+
+// Cancel deletes the pending or dead message id, and reports whether
+// there was one. It returns ErrInFlight, and deletes nothing, while the
+// message is being delivered.
+func (q *Queue) Cancel(ctx context.Context, id string) (bool, error) {
+	if err := q.checkOpen(); err != nil {
+		return false, err
+	}
+	return q.store.Cancel(ctx, id)
+}
+
+// Receive waits until a message is due, leases it for the visibility
+// timeout and returns it. Ack the delivery once it is handled, or Retry it.
+//
+// Receive returns ctx.Err() when ctx ends and ErrClosed when the queue is
+// closed. A store error, such as a server that is down, does not end it:
+// it logs the error and tries again with a back-off (from 10ms to 1s), and
+// mentions the last error if ctx then ends. ErrCorrupt ends it.
+func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
+	var lastErr error
+	for failures := 0; ; {
+		q.mu.Lock()
+		closed, signal := q.closed, q.signal
+		q.mu.Unlock()
+		if closed {
+			return nil, ErrClosed
+		}
+		c, err := q.store.Claim(ctx, 1, q.cfg.visibility)
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctxError(ctx, lastErr)
+		case errors.Is(err, ErrClosed), errors.Is(err, ErrCorrupt):
+			return nil, err
+		case err != nil:
+			failures++
+			lastErr = err
+			delay := retryDelay(failures)
+			q.log.Warn("durable: claim failed; receiving again later", "err", err, "attempt", failures, "after", delay)
+			if err := q.sleep(ctx, delay); err != nil {
+				return nil, ctxError(ctx, lastErr)
+			}
+			continue
+		}
+		failures, lastErr = 0, nil
+		q.schedule(c.Now, c.NextDue, c.NextDeadline)
+		if len(c.Leases) > 0 {
+			return q.delivery(c.Now, c.Leases[0]), nil
+		}
+		if err := q.await(ctx, signal); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// await waits for signal, the end of ctx or Close.
+func (q *Queue) await(ctx context.Context, signal <-chan struct{}) error {
+	q.mu.Lock()
+	q.waiting++
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		q.waiting--
+		q.mu.Unlock()
+	}()
+	select {
+	case <-signal:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-q.done:
+		return ErrClosed
+	}
+}
+
+func ctxError(ctx context.Context, last error) error {
+	if last == nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("%w (last store error: %v)", ctx.Err(), last)
+}
+
+// retryDelay is the wait after the nth store failure in a row: doubling
+// from 10ms up to 1s, with equal jitter so that receivers spread out.
+func retryDelay(n int) time.Duration {
+	d := time.Second
+	if n < 8 {
+		d = min(10*time.Millisecond<<(n-1), time.Second)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleep waits d on the queue's clock, unless ctx ends or the queue closes.
+func (q *Queue) sleep(ctx context.Context, d time.Duration) error {
+	t := q.wheel.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-q.done:
+		return ErrClosed
+	}
+}
+
+// DeadLetters returns up to limit dead messages, in the order they died;
+// the Due of each is when it died.
+func (q *Queue) DeadLetters(ctx context.Context, limit int) ([]Message, error) {
+	if err := q.checkOpen(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, fmt.Errorf("durable: DeadLetters limit must be positive, got %d", limit)
+	}
+	return q.store.DeadLetters(ctx, limit)
+}
+
+// Requeue brings the dead message id back, pending and due at due (now
+// if zero), with its attempts counted from zero again. It returns
+// ErrNotFound if there is no dead message id.
+func (q *Queue) Requeue(ctx context.Context, id string, due time.Time) error {
+	if err := q.checkOpen(); err != nil {
+		return err
+	}
+	if err := q.store.Requeue(ctx, id, due); err != nil {
+		return err
+	}
+	q.wakeAt(due)
+	return nil
+}
+
+// Stats counts the messages in the store.
+func (q *Queue) Stats(ctx context.Context) (Stats, error) {
+	if err := q.checkOpen(); err != nil {
+		return Stats{}, err
+	}
+	return q.store.Stats(ctx)
+}
+
+// Close stops the queue: waiting receivers return ErrClosed, and so do
+// later calls. Messages stay in the store, deliveries under way included
+// (their leases expire as usual unless acked before Close). Close closes
+// the store if the queue opened it (Open), and not if it was given one
+// (New). It waits for the queue's goroutines and is idempotent.
+func (q *Queue) Close() error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil
+	}
+	q.shutdownLocked()
+	q.mu.Unlock()
+	return q.finish()
+}
+
+func (q *Queue) shutdown() {
+	q.mu.Lock()
+	q.shutdownLocked()
+	q.mu.Unlock()
+	_ = q.finish()
+}
+
+func (q *Queue) shutdownLocked() {
+	q.closed = true
+	q.cancel()
+	q.due.Stop()
+	q.reap.Stop()
+}
+
+func (q *Queue) finish() error {
+	q.wg.Wait()
+	if q.ownsWheel {
+		q.wheel.Stop()
+	}
+	if q.ownsStore {
+		return q.store.Close()
+	}
+	return nil
+}
+
+func (q *Queue) checkOpen() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// broadcastLocked wakes every waiting receiver.
+func (q *Queue) broadcastLocked() {
+	close(q.signal)
+	q.signal = make(chan struct{})
+}
+
+// wakeAt makes sure receivers try to claim at due, a time on the queue's
+// clock; a zero due means now.
+func (q *Queue) wakeAt(due time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	if due.IsZero() || !due.After(q.clock.Now()) {
+		q.broadcastLocked()
+		return
+	}
+	armLocked(q.due, &q.dueAt, due)
+}
+
+// armLocked arms t for at unless it is armed for an earlier time already.
+// Firing earlier than needed costs one claim that finds nothing and tells
+// the next time.
+func armLocked(t *timingwheel.Timer, armedAt *time.Time, at time.Time) {
+	if !armedAt.IsZero() && !at.Before(*armedAt) {
+		return
+	}
+	*armedAt = at
+	t.ResetAt(at)
+}
+
+// schedule arms the timers from what a store reported, translating its
+// instants (on its clock, whose now was storeNow) to the queue's clock.
+func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	now := q.clock.Now()
+	if !nextDue.IsZero() {
+		if !nextDue.After(storeNow) {
+			q.broadcastLocked()
+		} else {
+			armLocked(q.due, &q.dueAt, now.Add(nextDue.Sub(storeNow)))
+		}
+	}
+	if !nextDeadline.IsZero() {
+		at := now.Add(max(nextDeadline.Sub(storeNow), 0))
+		armLocked(q.reap, &q.reapAt, at)
+	}
+}
+
+// wake runs when the due timer fires.
+func (q *Queue) wake() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.clock.Now().Before(q.dueAt) { // not re-armed for later meanwhile
+		q.dueAt = time.Time{}
+	}
+	if !q.closed {
+		q.broadcastLocked()
+	}
+}
+
+// startReap runs when the reap timer fires: it reaps in a goroutine of
+// its own, since a reap is a store call.
+func (q *Queue) startReap() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.clock.Now().Before(q.reapAt) {
+		q.reapAt = time.Time{}
+	}
+	if q.closed || q.reaping {
+		return
+	}
+	q.reaping = true
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		err := q.reapExpired(q.ctx)
+		q.mu.Lock()
+		q.reaping = false
+		if err != nil && !q.closed {
+			q.log.Warn("durable: reaping expired leases failed; trying again in 1s", "err", err)
+			armLocked(q.reap, &q.reapAt, q.clock.Now().Add(time.Second))
+		}
+		q.mu.Unlock()
+	}()
+}
+
+// reapExpired ends the leases whose deadline passed, in batches.
+func (q *Queue) reapExpired(ctx context.Context) error {
+	p := RetryPolicy{MaxAttempts: q.cfg.maxAttempts, Backoff: q.cfg.backoff}
+	for {
+		r, err := q.store.Reap(ctx, reapBatch, p)
+		if err != nil {
+			return err
+		}
+		if r.Dead > 0 {
+			q.log.Info("durable: messages died after their last lease expired", "count", r.Dead)
+		}
+		q.schedule(r.Now, r.NextDue, r.NextDeadline)
+		if r.Returned+r.Dead < reapBatch {
+			return nil
+		}
+	}
+}
+
+// listen wakes receivers on the notifications of a shared store.
+func (q *Queue) listen(n Notifier) {
+	defer q.wg.Done()
+	wakeups := n.Wakeups()
+	for {
+		select {
+		case <-wakeups:
+			q.mu.Lock()
+			if !q.closed {
+				q.broadcastLocked()
+			}
+			q.mu.Unlock()
+		case <-q.done:
+			return
+		}
+	}
+}

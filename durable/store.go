@@ -1,0 +1,142 @@
+package durable
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps the messages of a Queue. It is the contract between the
+// queue, which handles waiting, leases on the consumer's side, back-off and
+// options, and a backend: the embedded bbolt file of Open (BoltStore), or
+// a server shared by many processes (package durable/redisstore).
+//
+// A store has a clock of its own, the one it measures due times and lease
+// deadlines on: the queue's clock for BoltStore, Redis's TIME for Redis.
+// That is why methods take durations (a lease of 30s) rather than instants,
+// and why results carry the store's Now: a queue arms its timers for
+// NextDue-Now from its own now, and so never wakes early because its
+// clock is ahead of the store's.
+//
+// Each method is atomic: it happens entirely or not at all, also when it
+// returns an error, and when it returns nil its effect is durable in the
+// store's sense (on disk for BoltStore). A store is safe for concurrent
+// use, by any number of queues in any number of processes if the backend
+// is shared. After Close, methods return ErrClosed.
+//
+// A message is in exactly one of three states:
+//   - pending, with a due time; ordered by due time, then by the order of
+//     the Enqueue (or Retry, Requeue, lease expiry) that made it pending;
+//   - in flight, with an attempt number, a fencing token and a lease
+//     deadline;
+//   - dead.
+type Store interface {
+	// Enqueue writes msgs, each valid (Message.Validate), as pending
+	// messages due at their Due, or at the store's now for a zero Due. A
+	// message whose ID is already held replaces it, whatever its state:
+	// the old payload is never delivered again, a lease on it is lost, and
+	// its attempt count starts again at zero. Either all of msgs are
+	// written or none is. Equal due times keep the order of msgs.
+	Enqueue(ctx context.Context, msgs []Message) error
+
+	// Cancel deletes the pending or dead message id. It reports whether
+	// there was one, and returns ErrInFlight, deleting nothing, if the
+	// message is in flight.
+	Cancel(ctx context.Context, id string) (bool, error)
+
+	// Claim leases up to limit pending messages whose due time has come,
+	// earliest first: for each one, it adds one to its attempt number,
+	// gives it a new fencing token, greater than any it had, and makes it
+	// in flight until now+lease.
+	Claim(ctx context.Context, limit int, lease time.Duration) (Claimed, error)
+
+	// Ack deletes the in-flight message id if token is its current lease's
+	// token, and otherwise returns ErrLeaseLost and changes nothing. The
+	// lease may have expired, as long as the message was not claimed again
+	// nor reaped.
+	Ack(ctx context.Context, id string, token uint64) error
+
+	// Retry ends the lease token of the in-flight message id because the
+	// attempt failed: the message is pending again, due after the given
+	// delay from the store's now, or dead if its attempt number is
+	// maxAttempts or more. It reports whether the message died, and
+	// returns ErrLeaseLost, changing nothing, if token is not the current
+	// lease of id.
+	Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int) (dead bool, err error)
+
+	// Extend moves the deadline of the lease token on id to by from the
+	// store's now, or returns ErrLeaseLost, changing nothing, if token is
+	// not the current lease of id.
+	Extend(ctx context.Context, id string, token uint64, by time.Duration) error
+
+	// Reap ends up to limit leases whose deadline has passed, earliest
+	// first, as Retry does with the policy's back-off: a message whose
+	// attempt number is p.MaxAttempts or more dies, the others are pending
+	// again after p.Backoff(attempt).
+	Reap(ctx context.Context, limit int, p RetryPolicy) (Reaped, error)
+
+	// DeadLetters returns up to limit dead messages, in the order they
+	// died. Their Due is the time they died.
+	DeadLetters(ctx context.Context, limit int) ([]Message, error)
+
+	// Requeue makes the dead message id pending again, due at due (the
+	// store's now if zero), with its attempt count at zero. It returns
+	// ErrNotFound if no dead message has that ID.
+	Requeue(ctx context.Context, id string, due time.Time) error
+
+	// Stats counts the messages in each state.
+	Stats(ctx context.Context) (Stats, error)
+
+	// Close releases the store. It does not delete anything.
+	Close() error
+}
+
+// Notifier is implemented by a store that other processes write to, such
+// as Redis. Wakeups returns a channel that receives when a message may
+// have become due earlier than this process knows: another process
+// enqueued a new earliest message, for example. A queue that receives
+// from it asks the store again (with Claim). A notifier may also send now
+// and then when nothing happened, to make up for notifications lost.
+type Notifier interface {
+	Wakeups() <-chan struct{}
+}
+
+// Lease is a message claimed by Claim.
+type Lease struct {
+	Message
+	// Attempt is 1 on the first delivery of the message, 2 on the second.
+	Attempt int
+	// Token is the fencing token of this lease, for Ack, Retry and Extend.
+	Token uint64
+	// Deadline is when the lease expires, on the store's clock.
+	Deadline time.Time
+}
+
+// Claimed is what Claim returns.
+type Claimed struct {
+	// Leases are the messages claimed, earliest due first.
+	Leases []Lease
+	// Now is the store's clock when it claimed.
+	Now time.Time
+	// NextDue is the due time of the earliest message still pending, and
+	// NextDeadline the earliest deadline of a lease in flight (including
+	// the ones just made), each the zero time if there is none.
+	NextDue, NextDeadline time.Time
+}
+
+// Reaped is what Reap returns.
+type Reaped struct {
+	// Returned counts the messages made pending again and Dead those that
+	// died.
+	Returned, Dead int
+	// Now, NextDue and NextDeadline are as in Claimed, after the reap.
+	Now, NextDue, NextDeadline time.Time
+}
+
+// RetryPolicy is how Reap treats a message whose lease expired.
+type RetryPolicy struct {
+	// MaxAttempts is the number of attempts after which a message dies.
+	MaxAttempts int
+	// Backoff returns the delay before the next attempt of a message whose
+	// attempt number attempt (1 or more) failed.
+	Backoff func(attempt int) time.Duration
+}

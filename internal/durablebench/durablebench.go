@@ -1,0 +1,197 @@
+// Package durablebench holds the measurements of package durable that both
+// its benchmarks and twbench's durable scenario make, so that the two
+// report the same thing.
+package durablebench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// ID returns the message ID of the ith message of a run, with a prefix
+// that keeps runs apart.
+func ID(prefix string, i int) string { return prefix + strconv.Itoa(i) }
+
+// EnqueueRate enqueues n messages of payload bytes due in an hour, from
+// producers goroutines at once, and returns the enqueues per second.
+func EnqueueRate(ctx context.Context, q *durable.Queue, prefix string, producers, n, payload int) (float64, error) {
+	body := make([]byte, payload)
+	due := time.Now().Add(time.Hour)
+	var next atomic.Int64
+	start := time.Now()
+	err := parallel(producers, func() error {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= n {
+				return nil
+			}
+			if err := q.Enqueue(ctx, durable.Message{ID: ID(prefix, i), Payload: body, Due: due}); err != nil {
+				return err
+			}
+		}
+	})
+	return float64(n) / time.Since(start).Seconds(), err
+}
+
+// ReceiveAckRate has consumers goroutines receive and ack n messages,
+// due already (see Preload), and returns receive+acks per second.
+func ReceiveAckRate(ctx context.Context, q *durable.Queue, consumers, n int) (float64, error) {
+	start := time.Now()
+	var left atomic.Int64
+	left.Store(int64(n))
+	err := parallel(consumers, func() error {
+		for left.Add(-1) >= 0 {
+			d, err := q.Receive(ctx)
+			if err != nil {
+				return err
+			}
+			if err := d.Ack(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return float64(n) / time.Since(start).Seconds(), err
+}
+
+// Lateness enqueues n messages due at random instants spread over window
+// from now, has consumers goroutines receive and ack them, and returns how
+// late each was received after its due time, sorted. A message received
+// early is an error.
+func Lateness(ctx context.Context, q *durable.Queue, prefix string, consumers, n int, window time.Duration) ([]time.Duration, error) {
+	start := time.Now().Add(200 * time.Millisecond) // after the preload
+	step := window / time.Duration(n)
+	if err := Preload(ctx, q, prefix, n, 16, func(i int) time.Time {
+		return start.Add(time.Duration((i*7919)%n) * step) // a permutation of the slots
+	}); err != nil {
+		return nil, err
+	}
+	late := make([]time.Duration, 0, n)
+	var mu sync.Mutex
+	var left atomic.Int64
+	left.Store(int64(n))
+	err := parallel(consumers, func() error {
+		for left.Add(-1) >= 0 {
+			d, err := q.Receive(ctx)
+			if err != nil {
+				return err
+			}
+			l := time.Since(d.Due)
+			if l < 0 {
+				return fmt.Errorf("durablebench: %s received %v before its due time", d.ID, -l)
+			}
+			if err := d.Ack(ctx); err != nil {
+				return err
+			}
+			mu.Lock()
+			late = append(late, l)
+			mu.Unlock()
+		}
+		return nil
+	})
+	slices.Sort(late)
+	return late, err
+}
+
+// Preload enqueues n messages due at due(i) (the zero time: now) through
+// q, from 8 goroutines at once, so that their writes share commits.
+func Preload(ctx context.Context, q *durable.Queue, prefix string, n, payload int, due func(i int) time.Time) error {
+	body := make([]byte, payload)
+	var next atomic.Int64
+	return parallel(8, func() error {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= n {
+				return nil
+			}
+			if err := q.Enqueue(ctx, durable.Message{ID: ID(prefix, i), Payload: body, Due: due(i)}); err != nil {
+				return err
+			}
+		}
+	})
+}
+
+// PreloadStore writes n messages due at due(i) straight to s, in batches
+// of 1000 per Enqueue: the quick way to fill a store with millions.
+func PreloadStore(ctx context.Context, s durable.Store, prefix string, n, payload int, due func(i int) time.Time) error {
+	body := make([]byte, payload)
+	const batch = 1000
+	msgs := make([]durable.Message, 0, batch)
+	for i := 0; i < n; i += batch {
+		msgs = msgs[:0]
+		for j := i; j < min(i+batch, n); j++ {
+			msgs = append(msgs, durable.Message{ID: ID(prefix, j), Payload: body, Due: due(j)})
+		}
+		if err := s.Enqueue(ctx, msgs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Memory is the memory of this process.
+type Memory struct {
+	// Heap is the Go heap in use after a GC, in bytes.
+	Heap uint64
+	// RSSAnon is the resident anonymous memory (heap, stacks, runtime)
+	// and RSSFile the resident pages of mapped files (the store's file,
+	// which the kernel can drop and read again), in bytes.
+	RSSAnon, RSSFile int64
+}
+
+// ReadMemory measures the process's memory now.
+func ReadMemory() Memory {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m := Memory{Heap: ms.HeapAlloc}
+	m.RSSAnon, _ = procKB("RssAnon:")
+	m.RSSFile, _ = procKB("RssFile:")
+	return m
+}
+
+// procKB reads a "Key: n kB" line of /proc/self/status, in bytes.
+func procKB(key string) (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, key); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("durablebench: no " + key + " in /proc/self/status")
+}
+
+// Percentile returns the p-quantile (0 to 1) of sorted durations.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+// parallel runs f on n goroutines and returns the first error.
+func parallel(n int, f func() error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for g := range n {
+		wg.Go(func() { errs[g] = f() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

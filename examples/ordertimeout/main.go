@@ -1,0 +1,111 @@
+// Command ordertimeout is the order-timeout flow on a durable queue: each
+// new order is enqueued to be closed after a delay (30 minutes in real
+// life) unless it is paid first; paying cancels its message; a consumer
+// closes the unpaid orders when their time comes. The messages are kept
+// in a file, so stopping the program (even with kill -9) loses nothing:
+// run it again and it closes the orders that came due meanwhile.
+//
+//	go run ./examples/ordertimeout -orders 5 -delay 10s   # stop it with Ctrl-C after a few seconds
+//	go run ./examples/ordertimeout -orders 0              # the 5 orders are closed when due
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+type config struct {
+	db      string
+	orders  int
+	delay   time.Duration
+	payRate float64
+	prefix  string
+}
+
+// order is a message's payload.
+type order struct {
+	ID     string  `json:"id"`
+	Amount float64 `json:"amount"`
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.db, "db", "orders.db", "the `file` that keeps the queue")
+	flag.IntVar(&c.orders, "orders", 5, "new orders to place; 0 only closes the ones already queued")
+	flag.DurationVar(&c.delay, "delay", 30*time.Minute, "how long an order may stay unpaid")
+	flag.Float64Var(&c.payRate, "pay", 0.4, "the share of new orders that get paid, at once")
+	flag.StringVar(&c.prefix, "prefix", time.Now().Format("150405"), "prefix of the new orders' IDs")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "ordertimeout:", err)
+		os.Exit(1)
+	}
+}
+
+// run places c.orders orders, pays some, and closes unpaid ones as they
+// come due, until ctx ends.
+func run(ctx context.Context, c config, out io.Writer) error {
+	q, err := durable.Open(c.db)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+
+	for i := 1; i <= c.orders; i++ {
+		o := order{ID: fmt.Sprintf("order-%s-%d", c.prefix, i), Amount: float64(rand.IntN(10000)) / 100}
+		payload, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		due := time.Now().Add(c.delay)
+		if err := q.Enqueue(ctx, durable.Message{ID: o.ID, Payload: payload, Due: due}); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "placed %s (%.2f), closes at %s unless paid\n", o.ID, o.Amount, due.Format(time.TimeOnly))
+		if rand.Float64() < c.payRate {
+			if _, err := q.Cancel(ctx, o.ID); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "paid %s\n", o.ID)
+		}
+	}
+	st, err := q.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d unpaid orders waiting in %s\n", st.Pending+st.InFlight, c.db)
+
+	for {
+		d, err := q.Receive(ctx)
+		if err != nil {
+			return err
+		}
+		var o order
+		if err := json.Unmarshal(d.Payload, &o); err != nil {
+			// A bad payload will not get better: let it die after its attempts.
+			fmt.Fprintf(out, "bad order %s: %v\n", d.ID, err)
+			if err := d.Retry(ctx, 0); err != nil {
+				return err
+			}
+			continue
+		}
+		// Closing an order must be idempotent: delivery is at least once.
+		fmt.Fprintf(out, "closed unpaid %s (%.2f), %v after its due time\n", o.ID, o.Amount, time.Since(d.Due).Round(time.Millisecond))
+		if err := d.Ack(ctx); err != nil {
+			return err
+		}
+	}
+}

@@ -3,14 +3,18 @@ package durable
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed64e23a5c/timingwheel"
 )
 
 // fixedBackoff is a back-off of attempt seconds, without jitter.
@@ -406,4 +410,66 @@ func TestReopenKeepsMessagesAndLeases(t *testing.T) {
 		require.NoError(t, d.Ack(ctx))
 	}
 	assert.Equal(t, map[string]int{"0": 2, "1": 1, "2": 1, "3": 1, "4": 1}, got)
+}
+
+func TestQueuesShareAWheel(t *testing.T) {
+	mock := clock.NewMock()
+	w, err := timingwheel.New(timingwheel.WithClock(mock))
+	require.NoError(t, err)
+	w.Start()
+	defer w.Stop()
+	ctx := context.Background()
+	var qs []*Queue
+	for i := range 2 {
+		q, err := Open(filepath.Join(t.TempDir(), fmt.Sprint(i, ".db")), WithClock(mock), WithWheel(w))
+		require.NoError(t, err)
+		defer q.Close()
+		require.NoError(t, q.Enqueue(ctx, Message{ID: fmt.Sprint("m", i), Due: mock.Now().Add(time.Minute)}))
+		qs = append(qs, q)
+	}
+	var got []<-chan *Delivery
+	for _, q := range qs {
+		got = append(got, waitingReceive(t, q))
+	}
+	mock.Add(time.Minute)
+	for i, ch := range got {
+		select {
+		case d := <-ch:
+			assert.Equal(t, fmt.Sprint("m", i), d.ID)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("queue %d was not woken by the shared wheel", i)
+		}
+	}
+	for _, q := range qs {
+		require.NoError(t, q.Close())
+	}
+	assert.Zero(t, w.Len(), "closed queues leave no timers on a shared wheel")
+}
+
+func TestLoggerHearsOfDeadMessages(t *testing.T) {
+	var buf syncBuffer
+	q, _, _ := testQueue(t, WithMaxAttempts(1), WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	ctx := context.Background()
+	require.NoError(t, q.Enqueue(ctx, Message{ID: "a"}))
+	require.NoError(t, receive(t, q).Retry(ctx, 0))
+	assert.Contains(t, buf.String(), "died after its last attempt")
+	assert.Contains(t, buf.String(), "id=a")
+}
+
+// syncBuffer is an io.Writer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -28,6 +29,7 @@ type BoltStore struct {
 
 	ops        chan *writeOp
 	writerDone chan struct{}
+	commits    atomic.Int64 // transactions committed, for tests
 
 	closeMu sync.RWMutex
 	closed  bool
@@ -279,6 +281,7 @@ func (s *BoltStore) Enqueue(ctx context.Context, msgs []Message) error {
 // Cancel implements Store.
 func (s *BoltStore) Cancel(ctx context.Context, id string) (found bool, err error) {
 	err = s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+		found = false // fn may run twice (see runBatch)
 		t, err := newTxn(tx)
 		if err != nil {
 			return false, err
@@ -301,7 +304,7 @@ func (s *BoltStore) Cancel(ctx context.Context, id string) (found bool, err erro
 // Claim implements Store.
 func (s *BoltStore) Claim(ctx context.Context, limit int, lease time.Duration) (c Claimed, err error) {
 	err = s.write(ctx, func(tx *bolt.Tx) (bool, error) {
-		c = Claimed{}
+		c = Claimed{} // fn may run twice (see runBatch)
 		t, err := newTxn(tx)
 		if err != nil {
 			return false, err
@@ -361,6 +364,7 @@ func (s *BoltStore) Ack(ctx context.Context, id string, token uint64) error {
 // Retry implements Store.
 func (s *BoltStore) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int) (dead bool, err error) {
 	err = s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+		dead = false // fn may run twice (see runBatch)
 		t, err := newTxn(tx)
 		if err != nil {
 			return false, err
@@ -409,7 +413,7 @@ func (s *BoltStore) Extend(ctx context.Context, id string, token uint64, by time
 // Reap implements Store.
 func (s *BoltStore) Reap(ctx context.Context, limit int, p RetryPolicy) (rp Reaped, err error) {
 	err = s.write(ctx, func(tx *bolt.Tx) (bool, error) {
-		rp = Reaped{}
+		rp = Reaped{} // fn may run twice (see runBatch)
 		t, err := newTxn(tx)
 		if err != nil {
 			return false, err

@@ -118,6 +118,7 @@ func (s *BoltStore) update(fn func(tx *bolt.Tx) (bool, error)) (err error) {
 	}
 	err = tx.Commit() // on failure, Commit rolls back itself
 	finished = true
+	s.commits.Add(1)
 	if err != nil {
 		return fmt.Errorf("durable: commit: %w", err)
 	}

@@ -115,7 +115,30 @@ func (s *BoltStore) Close() error {
 
 func (s *BoltStore) now() int64 { return unixNano(s.clock.Now()) }
 
-// txn is a write transaction with the helpers the methods share.
+// writeTxn runs fn in a write transaction of the group commit (see
+// write), with the buckets at hand.
+func (s *BoltStore) writeTxn(ctx context.Context, fn func(t *txn) (bool, error)) error {
+	return s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+		t, err := newTxn(tx)
+		if err != nil {
+			return false, err
+		}
+		return fn(t)
+	})
+}
+
+// viewTxn runs fn in a read transaction, with the buckets at hand.
+func (s *BoltStore) viewTxn(fn func(t *txn) error) error {
+	return s.view(func(tx *bolt.Tx) error {
+		t, err := newTxn(tx)
+		if err != nil {
+			return err
+		}
+		return fn(t)
+	})
+}
+
+// txn is a transaction with the helpers the methods share.
 type txn struct {
 	tx                                  *bolt.Tx
 	msgs, pending, inflight, dead, meta *bolt.Bucket
@@ -249,11 +272,7 @@ func (s *BoltStore) Enqueue(ctx context.Context, msgs []Message) error {
 			return err
 		}
 	}
-	return s.write(ctx, func(tx *bolt.Tx) (bool, error) {
-		t, err := newTxn(tx)
-		if err != nil {
-			return false, err
-		}
+	return s.writeTxn(ctx, func(t *txn) (bool, error) {
 		now := s.now()
 		for _, m := range msgs {
 			old, err := t.get(m.ID)
@@ -280,12 +299,8 @@ func (s *BoltStore) Enqueue(ctx context.Context, msgs []Message) error {
 
 // Cancel implements Store.
 func (s *BoltStore) Cancel(ctx context.Context, id string) (found bool, err error) {
-	err = s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
 		found = false // fn may run twice (see runBatch)
-		t, err := newTxn(tx)
-		if err != nil {
-			return false, err
-		}
 		r, err := t.get(id)
 		switch {
 		case err != nil:
@@ -303,12 +318,8 @@ func (s *BoltStore) Cancel(ctx context.Context, id string) (found bool, err erro
 
 // Claim implements Store.
 func (s *BoltStore) Claim(ctx context.Context, limit int, lease time.Duration) (c Claimed, err error) {
-	err = s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
 		c = Claimed{} // fn may run twice (see runBatch)
-		t, err := newTxn(tx)
-		if err != nil {
-			return false, err
-		}
 		now := s.now()
 		deadline := addDuration(now, lease)
 		_, ids := due(t.pending, now, limit)
@@ -348,11 +359,7 @@ func (s *BoltStore) Claim(ctx context.Context, limit int, lease time.Duration) (
 
 // Ack implements Store.
 func (s *BoltStore) Ack(ctx context.Context, id string, token uint64) error {
-	return s.write(ctx, func(tx *bolt.Tx) (bool, error) {
-		t, err := newTxn(tx)
-		if err != nil {
-			return false, err
-		}
+	return s.writeTxn(ctx, func(t *txn) (bool, error) {
 		r, err := t.leased(id, token)
 		if err != nil {
 			return false, err
@@ -363,12 +370,8 @@ func (s *BoltStore) Ack(ctx context.Context, id string, token uint64) error {
 
 // Retry implements Store.
 func (s *BoltStore) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int) (dead bool, err error) {
-	err = s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
 		dead = false // fn may run twice (see runBatch)
-		t, err := newTxn(tx)
-		if err != nil {
-			return false, err
-		}
 		r, err := t.leased(id, token)
 		if err != nil {
 			return false, err
@@ -394,11 +397,7 @@ func (t *txn) fail(id string, r *record, now int64, after time.Duration, maxAtte
 
 // Extend implements Store.
 func (s *BoltStore) Extend(ctx context.Context, id string, token uint64, by time.Duration) error {
-	return s.write(ctx, func(tx *bolt.Tx) (bool, error) {
-		t, err := newTxn(tx)
-		if err != nil {
-			return false, err
-		}
+	return s.writeTxn(ctx, func(t *txn) (bool, error) {
 		r, err := t.leased(id, token)
 		if err != nil {
 			return false, err
@@ -412,12 +411,8 @@ func (s *BoltStore) Extend(ctx context.Context, id string, token uint64, by time
 
 // Reap implements Store.
 func (s *BoltStore) Reap(ctx context.Context, limit int, p RetryPolicy) (rp Reaped, err error) {
-	err = s.write(ctx, func(tx *bolt.Tx) (bool, error) {
+	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
 		rp = Reaped{} // fn may run twice (see runBatch)
-		t, err := newTxn(tx)
-		if err != nil {
-			return false, err
-		}
 		now := s.now()
 		_, ids := due(t.inflight, now, limit)
 		for _, id := range ids {
@@ -455,11 +450,7 @@ func (s *BoltStore) DeadLetters(ctx context.Context, limit int) ([]Message, erro
 		return nil, err
 	}
 	var out []Message
-	err := s.view(func(tx *bolt.Tx) error {
-		t, err := newTxn(tx)
-		if err != nil {
-			return err
-		}
+	err := s.viewTxn(func(t *txn) error {
 		c := t.dead.Cursor()
 		for k, id := c.First(); k != nil && len(out) < limit; k, id = c.Next() {
 			r, err := t.get(string(id))
@@ -478,11 +469,7 @@ func (s *BoltStore) DeadLetters(ctx context.Context, limit int) ([]Message, erro
 
 // Requeue implements Store.
 func (s *BoltStore) Requeue(ctx context.Context, id string, due time.Time) error {
-	return s.write(ctx, func(tx *bolt.Tx) (bool, error) {
-		t, err := newTxn(tx)
-		if err != nil {
-			return false, err
-		}
+	return s.writeTxn(ctx, func(t *txn) (bool, error) {
 		r, err := t.get(id)
 		if err != nil {
 			return false, err
@@ -507,11 +494,7 @@ func (s *BoltStore) Stats(ctx context.Context) (st Stats, err error) {
 	if err := ctx.Err(); err != nil {
 		return Stats{}, err
 	}
-	err = s.view(func(tx *bolt.Tx) error {
-		t, err := newTxn(tx)
-		if err != nil {
-			return err
-		}
+	err = s.viewTxn(func(t *txn) error {
 		st = Stats{Pending: t.counter(statePending), InFlight: t.counter(stateInflight), Dead: t.counter(stateDead)}
 		st.NextDue, _ = first(t.pending)
 		return nil

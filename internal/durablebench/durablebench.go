@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -48,20 +49,7 @@ func EnqueueRate(ctx context.Context, q *durable.Queue, prefix string, producers
 // due already (see Preload), and returns receive+acks per second.
 func ReceiveAckRate(ctx context.Context, q *durable.Queue, consumers, n int) (float64, error) {
 	start := time.Now()
-	var left atomic.Int64
-	left.Store(int64(n))
-	err := parallel(consumers, func() error {
-		for left.Add(-1) >= 0 {
-			d, err := q.Receive(ctx)
-			if err != nil {
-				return err
-			}
-			if err := d.Ack(ctx); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := consume(ctx, q, consumers, n, func(*durable.Delivery) error { return nil })
 	return float64(n) / time.Since(start).Seconds(), err
 }
 
@@ -70,38 +58,56 @@ func ReceiveAckRate(ctx context.Context, q *durable.Queue, consumers, n int) (fl
 // late each was received after its due time, sorted. A message received
 // early is an error.
 func Lateness(ctx context.Context, q *durable.Queue, prefix string, consumers, n int, window time.Duration) ([]time.Duration, error) {
-	start := time.Now().Add(200 * time.Millisecond) // after the preload
+	// The first due time leaves the preload time to enqueue them all, at
+	// 5,000 a second, which a slow preload must not eat into.
+	lead := 200*time.Millisecond + time.Duration(n)*200*time.Microsecond
+	start := time.Now().Add(lead)
 	step := window / time.Duration(n)
+	slot := rand.Perm(n) // enqueued out of due order
 	if err := Preload(ctx, q, prefix, n, 16, func(i int) time.Time {
-		return start.Add(time.Duration((i*7919)%n) * step) // a permutation of the slots
+		return start.Add(time.Duration(slot[i]) * step)
 	}); err != nil {
 		return nil, err
 	}
+	if late := time.Since(start); late > 0 {
+		return nil, fmt.Errorf("durablebench: enqueueing %d messages took %v longer than the %v allowed", n, late, lead)
+	}
 	late := make([]time.Duration, 0, n)
 	var mu sync.Mutex
+	err := consume(ctx, q, consumers, n, func(d *durable.Delivery) error {
+		l := time.Since(d.Due)
+		if l < 0 {
+			return fmt.Errorf("durablebench: %s received %v before its due time", d.ID, -l)
+		}
+		mu.Lock()
+		late = append(late, l)
+		mu.Unlock()
+		return nil
+	})
+	slices.Sort(late)
+	return late, err
+}
+
+// consume has consumers goroutines receive n messages in all; each is
+// handed to f, then acked.
+func consume(ctx context.Context, q *durable.Queue, consumers, n int, f func(*durable.Delivery) error) error {
 	var left atomic.Int64
 	left.Store(int64(n))
-	err := parallel(consumers, func() error {
+	return parallel(consumers, func() error {
 		for left.Add(-1) >= 0 {
 			d, err := q.Receive(ctx)
 			if err != nil {
 				return err
 			}
-			l := time.Since(d.Due)
-			if l < 0 {
-				return fmt.Errorf("durablebench: %s received %v before its due time", d.ID, -l)
+			if err := f(d); err != nil {
+				return err
 			}
 			if err := d.Ack(ctx); err != nil {
 				return err
 			}
-			mu.Lock()
-			late = append(late, l)
-			mu.Unlock()
 		}
 		return nil
 	})
-	slices.Sort(late)
-	return late, err
 }
 
 // Preload enqueues n messages due at due(i) (the zero time: now) through

@@ -41,6 +41,10 @@ type options struct {
 	goroutines  int
 	parallelFor time.Duration
 
+	// store is where the durable scenario keeps its messages: storeBolt
+	// or a redis:// URL (-store).
+	store string
+
 	// The wheel's configuration.
 	tick      time.Duration
 	wheelSize int
@@ -196,6 +200,7 @@ func defaultOptions() *options {
 		tick:        timingwheel.DefaultTick,
 		wheelSize:   timingwheel.DefaultWheelSize,
 		executor:    executorGoroutine,
+		store:       storeBolt,
 	}
 }
 
@@ -209,15 +214,16 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.quick, "quick", false, "run at reduced size: "+quickSummary()+" (flags given explicitly win)")
 	fs.Var((*countList)(&o.ns), "n", "startstop: comma-separated `counts` of pending timers (forms like 1M,500k,2000)")
 	fs.Var((*countValue)(&o.ops), "ops", "startstop: `count` of AfterFunc+Stop pairs timed per engine and N")
-	fs.Var((*countValue)(&o.pending), "pending", "memory, idle, parallel: `count` of timers pending, due in 1-2h")
+	fs.Var((*countValue)(&o.pending), "pending", "memory, idle, parallel, queue: `count` of timers pending, due in 1-2h; durable: messages pending for reopen and memory, due in a day (and -pending/200 sizes its other figures)")
 	fs.Var((*countValue)(&o.fireN), "fire-n", "fire: `count` of timers that fire")
-	fs.DurationVar(&o.window, "window", o.window, "fire: the timers' deadlines spread over this window")
+	fs.DurationVar(&o.window, "window", o.window, "fire: the timers' deadlines spread over this window (queue: at most 1s, durable: at most 2s)")
 	fs.DurationVar(&o.idleFor, "idle-for", o.idleFor, "idle: how long to measure the process's CPU")
 	fs.IntVar(&o.goroutines, "g", o.goroutines, "parallel: goroutines doing AfterFunc+Stop, 2×GOMAXPROCS by default")
 	fs.DurationVar(&o.parallelFor, "for", o.parallelFor, "parallel: how long each measurement runs")
 	fs.DurationVar(&o.tick, "tick", o.tick, "the wheel's tick (WithTick)")
 	fs.IntVar(&o.wheelSize, "wheel-size", o.wheelSize, "the wheel's buckets per level (WithWheelSize)")
 	fs.StringVar(&o.executor, "executor", o.executor, "the wheel's executor: goroutine (one per task, the default) or inline; fire always measures both")
+	fs.StringVar(&o.store, "store", o.store, "durable: where the durable queue's messages are kept: bolt (a file in a temp dir) or a redis:// URL")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `file` (- for stdout, which then carries only the JSON; the table goes to stderr)")
 	fs.StringVar(&o.plotPath, "plot", "", "draw fire's lateness CDF and startstop's ns/op against N side by side into `file` (.png or .svg); needs fire or startstop")
 	return fs
@@ -330,6 +336,9 @@ func (o *options) validate() error {
 	if o.executor != executorGoroutine && o.executor != executorInline {
 		return usagef("-executor must be %s or %s, got %q", executorGoroutine, executorInline, o.executor)
 	}
+	if err := o.validateStore(); err != nil {
+		return err
+	}
 	if _, err := timingwheel.New(o.wheelOptions()...); err != nil {
 		return usagef("bad wheel configuration: %v", err)
 	}
@@ -370,7 +379,8 @@ func printUsage(w io.Writer) {
 
 twbench measures the timing wheel (ours) and Go's runtime timers
 (time.AfterFunc) side by side in one process, and prints a table with the
-ratio ours/runtime beside every figure.
+ratio ours/runtime beside every figure. Figures with nothing to compare
+with (those of durable) show - for runtime and ratio.
 
 Scenarios, run in this order (default all; flags and names may be mixed):
 `)
@@ -390,11 +400,14 @@ from startstop (right); a panel whose scenario did not run is left out.
 
 Before it starts, a run estimates its memory at about %d bytes per pending
 timer per engine and refuses (exit status 1) if /proc/meminfo's
-MemAvailable is smaller. Bad flags or arguments exit with status 2.
+MemAvailable is smaller. The durable scenario's messages are not counted:
+they are kept on disk, about 400 bytes each, in a temp dir ($TMPDIR).
+Bad flags or arguments exit with status 2.
 
 Examples:
   twbench -quick
   twbench startstop -n 1M,500k,2000
   twbench fire -fire-n 2M -window 4s -plot late.png -json results.json
+  twbench durable -pending 100k
 `, memPerTimer)
 }

@@ -1,6 +1,8 @@
 // Command twbench measures the timing wheel of package timingwheel against
 // Go's runtime timers (time.AfterFunc), side by side in one process, and
-// prints a table with the ratio ours/runtime beside every figure.
+// prints a table with the ratio ours/runtime beside every figure. Its
+// durable scenario measures package durable's queue, on a bbolt file, on
+// its own (no runtime column).
 //
 // Run it with -quick for a run of every scenario at reduced size (under a
 // minute on two cores):

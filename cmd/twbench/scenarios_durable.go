@@ -1,0 +1,389 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/durablebench"
+)
+
+// init registers the durable scenario.
+func init() {
+	register(scenario{
+		name:  "durable",
+		order: 70,
+		help: "the durable queue (package durable, ours only) on a fresh bbolt file in a temp dir, SyncAlways, 100-byte payloads: " +
+			"enqueues/s from 1, 8 and 64 producers and receive+acks/s with 8 consumers, K=-pending/200 messages each (100 to 20k); " +
+			"lateness p50/p99/max with 4 consumers, min(K, 2000) messages over min(2s, -window); " +
+			"reopen time (median of 3) and memory with -pending messages due in a day (about 400 B of disk each)",
+		// The messages are in the file, not in the heap: the queue holds
+		// two timers, and the lateness figure K durations.
+		timers: func(*options) int { return 0 },
+		run:    runDurable,
+	})
+}
+
+// Units that only the durable scenario uses.
+const (
+	unitEnqueuesSec = "enqueues/s"
+	unitAcksSec     = "receive+acks/s"
+	unitMiB         = "MiB"
+)
+
+// The durable scenario's fixed sizes.
+const (
+	// durablePayload is the payload of every message, in bytes.
+	durablePayload = 100
+	// durableConsumers receive and ack in the receive+ack figure, and
+	// durableLateConsumers in the lateness figures.
+	durableConsumers     = 8
+	durableLateConsumers = 4
+	// durableReopens is how many times the reopen figure is timed; it
+	// reports the median.
+	durableReopens = 3
+	// durableGiveUp is how long a figure that receives waits for its
+	// messages before it fails.
+	durableGiveUp = 2 * time.Minute
+	// durableFillChunk is the number of messages between two updates of
+	// the fill's progress bar.
+	durableFillChunk = 50_000
+)
+
+// durableProducers are the producer counts of the enqueue figures.
+var durableProducers = []int{1, 8, 64}
+
+// Values of -store.
+const (
+	storeBolt = "bolt"
+	// durableFile is the name of the bbolt file in its directory.
+	durableFile = "durable.db"
+)
+
+// errRedisStore is what validate says of a redis:// -store for now.
+var errRedisStore = usagef("-store redis:// needs durable/redisstore, not built yet")
+
+// isRedisURL reports whether store names a Redis server.
+func isRedisURL(store string) bool {
+	return strings.HasPrefix(store, "redis://") || strings.HasPrefix(store, "rediss://")
+}
+
+// validateStore checks -store.
+func (o *options) validateStore() error {
+	switch {
+	case o.store == storeBolt:
+		return nil
+	case isRedisURL(o.store):
+		return errRedisStore
+	}
+	return usagef("-store must be %s or a redis:// URL, got %q", storeBolt, o.store)
+}
+
+// durableCount is the number of messages of the enqueue and receive+ack
+// figures: -pending/200, between 100 and 20k. At 2-3k enqueues/s for one
+// producer (an fsync each), that keeps the full run under a minute.
+func durableCount(o *options) int { return min(max(o.pending/200, 100), 20_000) }
+
+// durableLateCount is the number of messages of the lateness figures:
+// durableCount, at most 2000, so that they are all enqueued well within
+// the 200ms lead of durablebench.Lateness.
+func durableLateCount(o *options) int { return min(durableCount(o), 2000) }
+
+// durableWindow is the window over which the lateness figure's messages
+// are due: 2s, or -window if shorter.
+func durableWindow(o *options) time.Duration { return min(2*time.Second, o.window) }
+
+// openDurableStore opens the store that -store names, fresh for each
+// dir (an empty directory of its own): for bolt, the file durableFile in
+// dir, created if needed. This is the one place that makes a store.
+func openDurableStore(o *options, dir string) (durable.Store, error) {
+	if o.store == storeBolt {
+		return durable.OpenBoltStore(filepath.Join(dir, durableFile))
+	}
+	// validateStore refuses the rest for now. A redis:// URL will open a
+	// durable/redisstore here, its keys under a prefix unique to dir.
+	return nil, fmt.Errorf("-store %q not supported", o.store)
+}
+
+// openDurable opens a queue, with the default options, on the store of
+// dir (see openDurableStore). closeAll closes the queue then the store,
+// and returns the first error.
+func openDurable(o *options, dir string) (q *durable.Queue, closeAll func() error, err error) {
+	s, err := openDurableStore(o, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	q, err = durable.New(s)
+	if err != nil {
+		_ = s.Close()
+		return nil, nil, err
+	}
+	return q, func() error { return errors.Join(q.Close(), s.Close()) }, nil
+}
+
+// durableStoreBytes returns the size of the store of dir: its file's.
+func durableStoreBytes(dir string) (int64, error) {
+	fi, err := os.Stat(filepath.Join(dir, durableFile))
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// runDurable measures the durable queue. Every figure starts on a fresh
+// store in a directory of its own, under a temp dir removed at the end;
+// reopen and memory share one, filled with -pending messages.
+func runDurable(e *env) (rows []row, err error) {
+	root, err := os.MkdirTemp("", "twbench-durable-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err2 := os.RemoveAll(root); err == nil && err2 != nil {
+			err = err2
+		}
+	}()
+	fresh := func(name string) (string, error) {
+		dir := filepath.Join(root, name)
+		return dir, os.Mkdir(dir, 0o700)
+	}
+
+	o := e.opts
+	k := durableCount(o)
+	ks := "K=" + formatCount(k)
+	for _, p := range durableProducers {
+		dir, err := fresh("enqueue-" + strconv.Itoa(p))
+		if err != nil {
+			return nil, err
+		}
+		rate, err := durableEnqueue(o, dir, p, k)
+		if err != nil {
+			return nil, fmt.Errorf("enqueue, %d producers: %w", p, err)
+		}
+		rows = append(rows, oursOnly(fmt.Sprintf("enqueue, %s, %s", plural(p, "producer"), ks), unitEnqueuesSec, rate))
+	}
+
+	dir, err := fresh("receive")
+	if err != nil {
+		return nil, err
+	}
+	rate, err := durableReceiveAck(o, dir, k)
+	if err != nil {
+		return nil, fmt.Errorf("receive+ack: %w", err)
+	}
+	rows = append(rows, oursOnly(fmt.Sprintf("receive+ack, %d consumers, %s", durableConsumers, ks), unitAcksSec, rate))
+
+	if dir, err = fresh("lateness"); err != nil {
+		return nil, err
+	}
+	lk, win := durableLateCount(o), durableWindow(o)
+	late, err := durableLateness(o, dir, lk, win)
+	if err != nil {
+		return nil, fmt.Errorf("lateness: %w", err)
+	}
+	lateOf := fmt.Sprintf(", %d consumers, K=%s over %v", durableLateConsumers, formatCount(lk), win)
+	rows = append(rows,
+		oursOnly("lateness p50"+lateOf, unitMillis, millis(durablebench.Percentile(late, 0.50))),
+		oursOnly("lateness p99"+lateOf, unitMillis, millis(durablebench.Percentile(late, 0.99))),
+		oursOnly("lateness max"+lateOf, unitMillis, millis(late[len(late)-1])),
+		// durablebench.Lateness fails on a message received early.
+		oursOnly("received before due"+lateOf, unitCount, 0),
+	)
+
+	n := o.pending
+	label := "N=" + formatCount(n)
+	if dir, err = fresh("pending"); err != nil {
+		return nil, err
+	}
+	if err := durableFill(e, dir, n); err != nil {
+		return nil, fmt.Errorf("filling %s: %w", label, err)
+	}
+	reopen, err := durableReopen(o, dir, n)
+	if err != nil {
+		return nil, fmt.Errorf("reopen, %s: %w", label, err)
+	}
+	rows = append(rows, oursOnly(fmt.Sprintf("reopen: open+stats+close, %s pending (median of %d)", label, durableReopens), unitMillis, millis(reopen)))
+
+	release()
+	mem, err := durableMemory(o, dir, n)
+	if err != nil {
+		return nil, fmt.Errorf("memory, %s: %w", label, err)
+	}
+	size, err := durableStoreBytes(dir)
+	if err != nil {
+		return nil, err
+	}
+	mib := func(b float64) float64 { return b / (1 << 20) }
+	return append(rows,
+		oursOnly("heap held by the open queue, "+label+" pending", unitMiB, mib(float64(mem.growth))),
+		oursOnly("process heap after open, "+label+" pending", unitMiB, mib(float64(mem.after.Heap))),
+		oursOnly("process RSS anon after open, "+label+" pending", unitMiB, mib(float64(mem.after.RSSAnon))),
+		oursOnly("process RSS file after open, "+label+" pending", unitMiB, mib(float64(mem.after.RSSFile))),
+		oursOnly("file size, "+label+" pending", unitMiB, mib(float64(size))),
+	), nil
+}
+
+// plural returns "1 producer" or "8 producers".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// durableEnqueue returns the enqueues per second of producers goroutines
+// enqueueing k messages due in an hour between them to a new queue in
+// dir, and checks that they are all there.
+func durableEnqueue(o *options, dir string, producers, k int) (rate float64, err error) {
+	q, closeAll, err := openDurable(o, dir)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { err = errors.Join(err, closeAll()) }()
+	ctx := context.Background()
+	if rate, err = durablebench.EnqueueRate(ctx, q, "m", producers, k, durablePayload); err != nil {
+		return 0, err
+	}
+	if st, err := q.Stats(ctx); err != nil || st.Pending != k {
+		return 0, fmt.Errorf("stats after %d enqueues: %+v, %v", k, st, err)
+	}
+	return rate, nil
+}
+
+// durableReceiveAck preloads a new queue in dir with k messages due now,
+// and returns the receive+acks per second of durableConsumers goroutines
+// taking them all.
+func durableReceiveAck(o *options, dir string, k int) (rate float64, err error) {
+	q, closeAll, err := openDurable(o, dir)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { err = errors.Join(err, closeAll()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), durableGiveUp)
+	defer cancel()
+	if err := durablebench.Preload(ctx, q, "m", k, durablePayload, func(int) time.Time { return time.Time{} }); err != nil {
+		return 0, fmt.Errorf("preload: %w", err)
+	}
+	if rate, err = durablebench.ReceiveAckRate(ctx, q, durableConsumers, k); err != nil {
+		return 0, giveUpError(ctx, err)
+	}
+	if st, err := q.Stats(ctx); err != nil || st.Pending+st.InFlight+st.Dead != 0 {
+		return 0, fmt.Errorf("stats after all %d were acked: %+v, %v", k, st, err)
+	}
+	return rate, nil
+}
+
+// durableLateness returns how late, after their due time, k messages due
+// across window were received from a new queue in dir by
+// durableLateConsumers goroutines, sorted.
+func durableLateness(o *options, dir string, k int, window time.Duration) (late []time.Duration, err error) {
+	q, closeAll, err := openDurable(o, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, closeAll()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), window+durableGiveUp)
+	defer cancel()
+	late, err = durablebench.Lateness(ctx, q, "m", durableLateConsumers, k, window)
+	if err != nil {
+		return nil, giveUpError(ctx, err)
+	}
+	if len(late) != k {
+		return nil, fmt.Errorf("%d of %d messages received", len(late), k)
+	}
+	return late, nil
+}
+
+// giveUpError explains err when ctx ran out: the messages were not all
+// received within durableGiveUp.
+func giveUpError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("messages not all received within %v of their due time: %w", durableGiveUp, err)
+	}
+	return err
+}
+
+// durableFill writes n messages due in a day, 1ms apart, straight to the
+// store of dir, in batches, and closes it.
+func durableFill(e *env, dir string, n int) (err error) {
+	s, err := openDurableStore(e.opts, dir)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	ctx := context.Background()
+	day := time.Now().Add(24 * time.Hour)
+	b := e.progress.start("durable: filling the store, N="+formatCount(n), n)
+	defer b.finish()
+	// One PreloadStore per chunk, for the progress bar: a prefix per
+	// chunk keeps the IDs distinct.
+	for c, lo := 0, 0; lo < n; c, lo = c+1, lo+durableFillChunk {
+		size := min(durableFillChunk, n-lo)
+		err := durablebench.PreloadStore(ctx, s, "p"+strconv.Itoa(c)+"-", size, durablePayload, func(i int) time.Time {
+			return day.Add(time.Duration(lo+i) * time.Millisecond)
+		})
+		if err != nil {
+			return err
+		}
+		b.add(size)
+	}
+	return nil
+}
+
+// durableReopen times opening a queue on the store of dir, which holds n
+// pending messages, asking for its Stats and closing it, durableReopens
+// times, and returns the median.
+func durableReopen(o *options, dir string, n int) (time.Duration, error) {
+	ctx := context.Background()
+	times := make([]time.Duration, durableReopens)
+	for i := range times {
+		start := time.Now()
+		q, closeAll, err := openDurable(o, dir)
+		if err != nil {
+			return 0, err
+		}
+		st, err := q.Stats(ctx)
+		if err == nil && st.Pending != n {
+			err = fmt.Errorf("stats: %+v, want %d pending", st, n)
+		}
+		if err := errors.Join(err, closeAll()); err != nil {
+			return 0, err
+		}
+		times[i] = time.Since(start)
+	}
+	slices.Sort(times)
+	return times[len(times)/2], nil
+}
+
+// durableMem is the process's memory with a queue open on n pending
+// messages, and the heap that opening it added.
+type durableMem struct {
+	after  durablebench.Memory
+	growth uint64
+}
+
+// durableMemory opens a queue on the store of dir, which holds n pending
+// messages, asks for its Stats, and measures the process's memory before
+// closing it.
+func durableMemory(o *options, dir string, n int) (m durableMem, err error) {
+	before := durablebench.ReadMemory()
+	q, closeAll, err := openDurable(o, dir)
+	if err != nil {
+		return m, err
+	}
+	defer func() { err = errors.Join(err, closeAll()) }()
+	st, err := q.Stats(context.Background())
+	if err != nil || st.Pending != n {
+		return m, fmt.Errorf("stats: %+v, %v; want %d pending", st, err, n)
+	}
+	m.after = durablebench.ReadMemory()
+	m.growth = m.after.Heap - min(m.after.Heap, before.Heap)
+	return m, nil
+}

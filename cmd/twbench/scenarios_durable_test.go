@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// TestDurableScenarioFigures runs the durable scenario at the tiny size
+// and checks that every figure is there, ours only, with a positive
+// finite value and its unit, in the JSON and in the table.
+func TestDurableScenarioFigures(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where the scenario makes its temp dir
+	jsonPath := filepath.Join(t.TempDir(), "out.json")
+	stdout, _ := tinyRun(t, "-json", jsonPath, "durable")
+	data, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	var rep report
+	require.NoError(t, json.Unmarshal(data, &rep))
+
+	// -pending 2000: K is the floor, 100, and the window 100ms.
+	lateOf := ", 4 consumers, K=100 over 100ms"
+	want := map[string]string{
+		"enqueue, 1 producer, K=100":                           unitEnqueuesSec,
+		"enqueue, 8 producers, K=100":                          unitEnqueuesSec,
+		"enqueue, 64 producers, K=100":                         unitEnqueuesSec,
+		"receive+ack, 8 consumers, K=100":                      unitAcksSec,
+		"lateness p50" + lateOf:                                unitMillis,
+		"lateness p99" + lateOf:                                unitMillis,
+		"lateness max" + lateOf:                                unitMillis,
+		"received before due" + lateOf:                         unitCount,
+		"reopen: open+stats+close, N=2k pending (median of 3)": unitMillis,
+		"heap held by the open queue, N=2k pending":            unitMiB,
+		"process heap after open, N=2k pending":                unitMiB,
+		"process RSS anon after open, N=2k pending":            unitMiB,
+		"process RSS file after open, N=2k pending":            unitMiB,
+		"file size, N=2k pending":                              unitMiB,
+	}
+	fig := map[string]float64{}
+	for _, r := range rep.Rows {
+		assert.Equal(t, "durable", r.Scenario)
+		require.NotNil(t, r.Ours, "%s: a finite value", r.Figure)
+		assert.Nil(t, r.Runtime, "%s: ours only", r.Figure)
+		assert.Nil(t, r.Ratio, "%s: ours only", r.Figure)
+		unit, ok := want[r.Figure]
+		if assert.True(t, ok, "unexpected figure %q", r.Figure) {
+			assert.Equal(t, unit, r.Unit, r.Figure)
+		}
+		v := *r.Ours
+		assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), r.Figure)
+		if strings.HasPrefix(r.Figure, "received before due") {
+			assert.Zero(t, v, r.Figure)
+		} else {
+			assert.Positive(t, v, r.Figure)
+		}
+		fig[r.Figure] = v
+	}
+	require.Len(t, fig, len(want), "figures: %v", fig)
+	assert.LessOrEqual(t, fig["lateness p50"+lateOf], fig["lateness p99"+lateOf])
+	assert.LessOrEqual(t, fig["lateness p99"+lateOf], fig["lateness max"+lateOf])
+	assert.GreaterOrEqual(t, fig["process heap after open, N=2k pending"], fig["heap held by the open queue, N=2k pending"])
+
+	// The table shows - for the runtime and the ratio.
+	for figure := range want {
+		line := tableLine(t, stdout, figure)
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "durable"))
+		require.GreaterOrEqual(t, len(f), 4, line)
+		assert.Equal(t, []string{"-", "-", want[figure]}, f[len(f)-3:], line)
+	}
+
+	// The temp dir is gone.
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, left, "the scenario's temp dir is removed")
+}
+
+// tableLine returns the line of the table that shows figure.
+func tableLine(t *testing.T, table, figure string) string {
+	t.Helper()
+	for line := range strings.Lines(table) {
+		if strings.Contains(line, " "+figure+" ") {
+			return line
+		}
+	}
+	t.Fatalf("no line for %q in\n%s", figure, table)
+	return ""
+}
+
+// TestDurableSizes checks the counts and the window derived from the
+// flags, as the help describes them.
+func TestDurableSizes(t *testing.T) {
+	for pending, want := range map[int]int{2000: 100, 20_000: 100, 500_000: 2500, 1_000_000: 5000, 100_000_000: 20_000} {
+		o := defaultOptions()
+		o.pending = pending
+		assert.Equal(t, want, durableCount(o), "pending %d", pending)
+		assert.Equal(t, min(want, 2000), durableLateCount(o), "pending %d", pending)
+	}
+	o := defaultOptions()
+	assert.Equal(t, 2*time.Second, durableWindow(o))
+	o.window = 100 * time.Millisecond
+	assert.Equal(t, 100*time.Millisecond, durableWindow(o))
+	o.window = time.Minute
+	assert.Equal(t, 2*time.Second, durableWindow(o))
+}
+
+// TestParseArgsStore checks the values -store accepts and refuses.
+func TestParseArgsStore(t *testing.T) {
+	o, err := parseArgs(nil)
+	require.NoError(t, err)
+	assert.Equal(t, storeBolt, o.store, "bolt by default")
+	o, err = parseArgs([]string{"durable", "-store", "bolt"})
+	require.NoError(t, err)
+	assert.Equal(t, storeBolt, o.store)
+
+	for _, url := range []string{"redis://localhost:6379/0", "rediss://user:pw@example.com:6380"} {
+		_, err := parseArgs([]string{"durable", "-store", url})
+		var ue *usageError
+		require.ErrorAs(t, err, &ue, url)
+		assert.Equal(t, "-store redis:// needs durable/redisstore, not built yet", err.Error(), url)
+	}
+	for _, bad := range []string{"", "Bolt", "mysql", "redis:/localhost", "/tmp/x.db"} {
+		_, err := parseArgs([]string{"-store", bad})
+		var ue *usageError
+		require.ErrorAs(t, err, &ue, "%q", bad)
+		assert.Contains(t, err.Error(), "-store must be bolt or a redis:// URL", bad)
+	}
+}
+
+// TestRunRejectsRedisStore checks what twbench prints for a redis://
+// -store: the clear error, then the usage, with status 2.
+func TestRunRejectsRedisStore(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"-store", "redis://localhost:6379", "durable"}, &stdout, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Empty(t, stdout.String())
+	assert.True(t, strings.HasPrefix(stderr.String(),
+		"twbench: -store redis:// needs durable/redisstore, not built yet\n"), stderr.String())
+	assert.Contains(t, stderr.String(), "Usage: twbench")
+}
+
+// TestCheckMemoryIgnoresDurable checks that durable's messages, kept on
+// disk, do not count in the memory check.
+func TestCheckMemoryIgnoresDurable(t *testing.T) {
+	o, err := parseArgs([]string{"durable", "-pending", "100G"})
+	require.NoError(t, err)
+	assert.NoError(t, checkMemoryAgainst(o, 1<<20))
+}
+
+// TestOpenDurable checks that openDurable opens the same store again on
+// the same dir, and that closing releases it.
+func TestOpenDurable(t *testing.T) {
+	o := defaultOptions()
+	dir := t.TempDir()
+	ctx := context.Background()
+	q, closeAll, err := openDurable(o, dir)
+	require.NoError(t, err)
+	require.NoError(t, q.Enqueue(ctx, durable.Message{ID: "a", Payload: []byte("x"), Due: time.Now().Add(time.Hour)}))
+	require.NoError(t, closeAll())
+	_, err = q.Stats(ctx)
+	assert.ErrorIs(t, err, durable.ErrClosed)
+
+	q, closeAll, err = openDurable(o, dir)
+	require.NoError(t, err)
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.Pending)
+	require.NoError(t, closeAll())
+	size, err := durableStoreBytes(dir)
+	require.NoError(t, err)
+	assert.Positive(t, size)
+}

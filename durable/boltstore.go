@@ -6,8 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -51,11 +55,12 @@ func OpenBoltStore(path string, opts ...Option) (*BoltStore, error) {
 }
 
 func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
-	defer recoverCorrupt(&err)
 	if cfg.lockTimeout <= 0 {
 		cfg.lockTimeout = 2 * time.Second
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+	_, statErr := os.Stat(path)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	db, err := openBolt(path, &bolt.Options{
 		Timeout: cfg.lockTimeout,
 		NoSync:  cfg.sync == SyncNever,
 	})
@@ -68,14 +73,10 @@ func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
 	case err != nil:
 		return nil, fmt.Errorf("durable: open %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMsgs, bucketPending, bucketInflight, bucketDead, bucketMeta} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err = createBuckets(db)
+	if err == nil && created {
+		err = syncDir(filepath.Dir(path)) // so that the new file's name survives a power cut
+	}
 	if err != nil {
 		_ = db.Close()
 		if errors.Is(err, berrors.ErrIncompatibleValue) {
@@ -94,6 +95,53 @@ func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
 	}
 	go s.groupCommit()
 	return s, nil
+}
+
+// openBolt is bolt.Open, with a panic on a damaged file (bbolt reads
+// some pages that way) turned into ErrCorrupt. bbolt has then locked and
+// opened the file, and the half-made DB is out of reach: openBolt keeps
+// the file it opened to unlock and close it, or later opens in this
+// process would wait for the lock in vain.
+func openBolt(path string, opts *bolt.Options) (db *bolt.DB, err error) {
+	var file *os.File
+	opts.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		file = f
+		return f, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if file != nil {
+				_ = syscall.Flock(int(file.Fd()), syscall.LOCK_UN)
+				_ = file.Close()
+			}
+			db, err = nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, r)
+		}
+	}()
+	return bolt.Open(path, 0o600, opts)
+}
+
+// createBuckets makes the buckets of a new file, and checks an old one's.
+func createBuckets(db *bolt.DB) (err error) {
+	defer recoverCorrupt(&err)
+	return db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketMsgs, bucketPending, bucketInflight, bucketDead, bucketMeta} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// syncDir fsyncs the directory dir, making the names in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // Path is the file's path.
@@ -425,7 +473,9 @@ func (s *BoltStore) Reap(ctx context.Context, limit int, p RetryPolicy) (rp Reap
 			}
 			var after time.Duration
 			if int(r.attempt) < p.MaxAttempts && p.Backoff != nil {
-				after = p.Backoff(int(r.attempt))
+				if after, err = callBackoff(p.Backoff, int(r.attempt)); err != nil {
+					return false, err
+				}
 			}
 			dead, err := t.fail(string(id), r, now, after, p.MaxAttempts)
 			if err != nil {
@@ -442,6 +492,17 @@ func (s *BoltStore) Reap(ctx context.Context, limit int, p RetryPolicy) (rp Reap
 		return len(ids) > 0, nil
 	})
 	return rp, err
+}
+
+// callBackoff calls a back-off function of the user's, in a transaction:
+// a panic in it fails the reap alone, not the file (see runBatch).
+func callBackoff(f func(int) time.Duration, attempt int) (d time.Duration, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("durable: the back-off function panicked for attempt %d: %v", attempt, r)
+		}
+	}()
+	return f(attempt), nil
 }
 
 // DeadLetters implements Store.

@@ -38,10 +38,7 @@ func (q *Queue) delivery(storeNow time.Time, l Lease) *Delivery {
 // deletes nothing. An Ack after the deadline succeeds if nobody else
 // received the message meanwhile.
 func (d *Delivery) Ack(ctx context.Context) error {
-	if err := d.q.checkOpen(); err != nil {
-		return err
-	}
-	return d.q.store.Ack(ctx, d.ID, d.token)
+	return d.q.call(func() error { return d.q.store.Ack(ctx, d.ID, d.token) })
 }
 
 // Retry reports that this attempt failed. The message is delivered again
@@ -51,13 +48,14 @@ func (d *Delivery) Ack(ctx context.Context) error {
 // nothing, if the lease was lost.
 func (d *Delivery) Retry(ctx context.Context, after time.Duration) error {
 	q := d.q
-	if err := q.checkOpen(); err != nil {
-		return err
-	}
 	if after <= 0 {
 		after = q.cfg.backoff(d.Attempt)
 	}
-	dead, err := q.store.Retry(ctx, d.ID, d.token, after, q.cfg.maxAttempts)
+	var dead bool
+	err := q.call(func() (err error) {
+		dead, err = q.store.Retry(ctx, d.ID, d.token, after, q.cfg.maxAttempts)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -74,12 +72,16 @@ func (d *Delivery) Retry(ctx context.Context, after time.Duration) error {
 // if the lease was lost.
 func (d *Delivery) Extend(ctx context.Context, by time.Duration) error {
 	q := d.q
-	if err := q.checkOpen(); err != nil {
+	if err := q.call(func() error { return q.store.Extend(ctx, d.ID, d.token, by) }); err != nil {
 		return err
 	}
-	if err := q.store.Extend(ctx, d.ID, d.token, by); err != nil {
-		return err
+	now := q.clock.Now()
+	d.Deadline = now.Add(by)
+	// A shorter lease must be reaped at its new deadline.
+	q.mu.Lock()
+	if !q.closed {
+		armLocked(q.reap, &q.reapAt, now.Add(max(by, 0)))
 	}
-	d.Deadline = q.clock.Now().Add(by)
+	q.mu.Unlock()
 	return nil
 }

@@ -2,6 +2,7 @@ package durable
 
 import (
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -119,6 +120,6 @@ func ExponentialBackoff(base, max time.Duration) func(attempt int) time.Duration
 		if ceil <= 0 {
 			return 0
 		}
-		return rand.N(ceil + 1)
+		return rand.N(min(ceil, math.MaxInt64-1) + 1)
 	}
 }

@@ -36,12 +36,14 @@ type Queue struct {
 	// reap at the earliest lease deadline, reapAt (zero when not armed).
 	due, reap     *timingwheel.Timer
 	dueAt, reapAt time.Time
-	reaping       bool
-	waiting       int // receivers waiting for a signal, for tests
+	reaping       bool // a reap goroutine runs
+	reapAgain     bool // the reap timer fired while it ran
+	waiting       int  // receivers waiting for a signal, for tests
 
 	ctx    context.Context // ends on Close, for the queue's own store calls
 	cancel context.CancelFunc
 	done   <-chan struct{} // ctx.Done()
+	active sync.WaitGroup  // store calls under way (see enter)
 	wg     sync.WaitGroup  // the goroutines of reaps and notifications
 }
 
@@ -146,13 +148,11 @@ func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
 // SyncAlways). A message breaking a limit gets an error wrapping
 // ErrInvalidMessage, and nothing is written.
 func (q *Queue) Enqueue(ctx context.Context, m Message) error {
-	if err := q.checkOpen(); err != nil {
-		return err
-	}
 	if err := m.Validate(); err != nil {
 		return err
 	}
-	if err := q.store.Enqueue(ctx, []Message{m}); err != nil {
+	err := q.call(func() error { return q.store.Enqueue(ctx, []Message{m}) })
+	if err != nil {
 		return err
 	}
 	q.wakeAt(m.Due)
@@ -163,10 +163,12 @@ func (q *Queue) Enqueue(ctx context.Context, m Message) error {
 // there was one. It returns ErrInFlight, and deletes nothing, while the
 // message is being delivered.
 func (q *Queue) Cancel(ctx context.Context, id string) (bool, error) {
-	if err := q.checkOpen(); err != nil {
-		return false, err
-	}
-	return q.store.Cancel(ctx, id)
+	var found bool
+	err := q.call(func() (err error) {
+		found, err = q.store.Cancel(ctx, id)
+		return err
+	})
+	return found, err
 }
 
 // Receive waits until a message is due, leases it for the visibility
@@ -179,35 +181,36 @@ func (q *Queue) Cancel(ctx context.Context, id string) (bool, error) {
 func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 	var lastErr error
 	for failures := 0; ; {
-		q.mu.Lock()
-		closed, signal := q.closed, q.signal
-		q.mu.Unlock()
-		if closed {
-			return nil, ErrClosed
+		signal, err := q.enter()
+		if err != nil {
+			return nil, err
 		}
 		c, err := q.store.Claim(ctx, 1, q.cfg.visibility)
+		q.active.Done()
+		if err == nil {
+			// Even if ctx ended meanwhile: a lease taken is handed out.
+			failures, lastErr = 0, nil
+			q.schedule(c.Now, c.NextDue, c.NextDeadline)
+			if len(c.Leases) > 0 {
+				return q.delivery(c.Now, c.Leases[0]), nil
+			}
+			if err := q.await(ctx, signal); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctxError(ctx, lastErr)
 		case errors.Is(err, ErrClosed), errors.Is(err, ErrCorrupt):
 			return nil, err
-		case err != nil:
-			failures++
-			lastErr = err
-			delay := retryDelay(failures)
-			q.log.Warn("durable: claim failed; receiving again later", "err", err, "attempt", failures, "after", delay)
-			if err := q.sleep(ctx, delay); err != nil {
-				return nil, ctxError(ctx, lastErr)
-			}
-			continue
 		}
-		failures, lastErr = 0, nil
-		q.schedule(c.Now, c.NextDue, c.NextDeadline)
-		if len(c.Leases) > 0 {
-			return q.delivery(c.Now, c.Leases[0]), nil
-		}
-		if err := q.await(ctx, signal); err != nil {
-			return nil, err
+		failures++
+		lastErr = err
+		delay := retryDelay(failures)
+		q.log.Warn("durable: claim failed; receiving again later", "err", err, "attempt", failures, "after", delay)
+		if err := q.sleep(ctx, delay); err != nil {
+			return nil, ctxError(ctx, lastErr)
 		}
 	}
 }
@@ -266,23 +269,22 @@ func (q *Queue) sleep(ctx context.Context, d time.Duration) error {
 // DeadLetters returns up to limit dead messages, in the order they died;
 // the Due of each is when it died.
 func (q *Queue) DeadLetters(ctx context.Context, limit int) ([]Message, error) {
-	if err := q.checkOpen(); err != nil {
-		return nil, err
-	}
 	if limit <= 0 {
 		return nil, fmt.Errorf("durable: DeadLetters limit must be positive, got %d", limit)
 	}
-	return q.store.DeadLetters(ctx, limit)
+	var dead []Message
+	err := q.call(func() (err error) {
+		dead, err = q.store.DeadLetters(ctx, limit)
+		return err
+	})
+	return dead, err
 }
 
 // Requeue brings the dead message id back, pending and due at due (now
 // if zero), with its attempts counted from zero again. It returns
 // ErrNotFound if there is no dead message id.
 func (q *Queue) Requeue(ctx context.Context, id string, due time.Time) error {
-	if err := q.checkOpen(); err != nil {
-		return err
-	}
-	if err := q.store.Requeue(ctx, id, due); err != nil {
+	if err := q.call(func() error { return q.store.Requeue(ctx, id, due) }); err != nil {
 		return err
 	}
 	q.wakeAt(due)
@@ -291,10 +293,12 @@ func (q *Queue) Requeue(ctx context.Context, id string, due time.Time) error {
 
 // Stats counts the messages in the store.
 func (q *Queue) Stats(ctx context.Context) (Stats, error) {
-	if err := q.checkOpen(); err != nil {
-		return Stats{}, err
-	}
-	return q.store.Stats(ctx)
+	var st Stats
+	err := q.call(func() (err error) {
+		st, err = q.store.Stats(ctx)
+		return err
+	})
+	return st, err
 }
 
 // Close stops the queue: waiting receivers return ErrClosed, and so do
@@ -328,6 +332,7 @@ func (q *Queue) shutdownLocked() {
 }
 
 func (q *Queue) finish() error {
+	q.active.Wait()
 	q.wg.Wait()
 	if q.ownsWheel {
 		q.wheel.Stop()
@@ -338,13 +343,27 @@ func (q *Queue) finish() error {
 	return nil
 }
 
-func (q *Queue) checkOpen() error {
+// enter starts a store call of the queue's, unless the queue is closed:
+// Close waits for the calls under way, so that none writes after it. The
+// caller calls q.active.Done() when the store call returns. It returns the
+// current signal, for Receive.
+func (q *Queue) enter() (<-chan struct{}, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		return ErrClosed
+		return nil, ErrClosed
 	}
-	return nil
+	q.active.Add(1)
+	return q.signal, nil
+}
+
+// call runs f as a store call of the queue's (see enter).
+func (q *Queue) call(f func() error) error {
+	if _, err := q.enter(); err != nil {
+		return err
+	}
+	defer q.active.Done()
+	return f()
 }
 
 // broadcastLocked wakes every waiting receiver.
@@ -361,11 +380,14 @@ func (q *Queue) wakeAt(due time.Time) {
 	if q.closed {
 		return
 	}
-	if due.IsZero() || !due.After(q.clock.Now()) {
+	now := q.clock.Now()
+	if due.IsZero() || !due.After(now) {
 		q.broadcastLocked()
 		return
 	}
-	armLocked(q.due, &q.dueAt, due)
+	// now plus a duration: for the real clock, a monotonic reading, which
+	// a due time read from the store or built by the caller may lack.
+	armLocked(q.due, &q.dueAt, now.Add(due.Sub(now)))
 }
 
 // armLocked arms t for at unless it is armed for an earlier time already.
@@ -401,42 +423,56 @@ func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time) {
 	}
 }
 
-// wake runs when the due timer fires.
+// wake runs when the due timer fires. The timer is no longer armed, so
+// dueAt is cleared whatever the clock says: arm only ever moves it
+// earlier, and never to a past instant, so it cannot have been re-armed
+// since it fired.
 func (q *Queue) wake() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !q.clock.Now().Before(q.dueAt) { // not re-armed for later meanwhile
-		q.dueAt = time.Time{}
-	}
+	q.dueAt = time.Time{}
 	if !q.closed {
 		q.broadcastLocked()
 	}
 }
 
 // startReap runs when the reap timer fires: it reaps in a goroutine of
-// its own, since a reap is a store call.
+// its own, since a reap is a store call. If a reap is under way, that one
+// goes round once more, as leases may have expired since its last pass.
 func (q *Queue) startReap() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !q.clock.Now().Before(q.reapAt) {
-		q.reapAt = time.Time{}
+	q.reapAt = time.Time{}
+	if q.closed {
+		return
 	}
-	if q.closed || q.reaping {
+	if q.reaping {
+		q.reapAgain = true
 		return
 	}
 	q.reaping = true
 	q.wg.Add(1)
-	go func() {
-		defer q.wg.Done()
+	go q.reapLoop()
+}
+
+// reapLoop reaps until no timer fired meanwhile.
+func (q *Queue) reapLoop() {
+	defer q.wg.Done()
+	for {
 		err := q.reapExpired(q.ctx)
 		q.mu.Lock()
-		q.reaping = false
 		if err != nil && !q.closed {
 			q.log.Warn("durable: reaping expired leases failed; trying again in 1s", "err", err)
 			armLocked(q.reap, &q.reapAt, q.clock.Now().Add(time.Second))
 		}
+		if !q.reapAgain || q.closed {
+			q.reaping, q.reapAgain = false, false
+			q.mu.Unlock()
+			return
+		}
+		q.reapAgain = false
 		q.mu.Unlock()
-	}()
+	}
 }
 
 // reapExpired ends the leases whose deadline passed, in batches.

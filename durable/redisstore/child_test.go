@@ -1,0 +1,196 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// The multi-process test re-executes the test binary as its producer and
+// consumers, with the role and parameters in the environment.
+const (
+	childEnv      = "REDISSTORE_TEST_CHILD" // producer or consumer
+	childAddrEnv  = "REDISSTORE_TEST_ADDR"  // unix socket of redis-server
+	childCountEnv = "REDISSTORE_TEST_N"     // number of messages
+	childStartEnv = "REDISSTORE_TEST_START" // due time of message 0, Unix ns
+	childLogEnv   = "REDISSTORE_TEST_LOG"   // the consumer's delivery log
+)
+
+// childQueue is the queue name of the multi-process test.
+const childQueue = "mp"
+
+// Consumer settings of the multi-process test: a short visibility timeout,
+// so that the leases of the killed consumer expire soon, and a short
+// back-off.
+const (
+	childReceivers  = 8
+	childVisibility = 3 * time.Second
+	childBackoff    = 100 * time.Millisecond
+)
+
+// childDue is the due time of message i: spread over two seconds from
+// start, out of ID order.
+func childDue(start time.Time, i int) time.Time {
+	return start.Add(time.Duration(i*7919%2000) * time.Millisecond)
+}
+
+func childID(i int) string { return fmt.Sprintf("m%06d", i) }
+
+// runChild runs the child process of a multi-process test, if this test
+// binary was started as one; then it exits.
+func runChild() bool {
+	role := os.Getenv(childEnv)
+	if role == "" {
+		return false
+	}
+	var err error
+	switch role {
+	case "producer":
+		err = runProducer()
+	case "consumer":
+		err = runConsumer()
+	default:
+		err = fmt.Errorf("unknown child role %q", role)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", role, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+	return true
+}
+
+func childQueueOpen() (*redis.Client, *Store, *durable.Queue, error) {
+	c := redis.NewClient(&redis.Options{Network: "unix", Addr: os.Getenv(childAddrEnv), PoolSize: 32})
+	s, err := New(c, childQueue)
+	if err != nil {
+		_ = c.Close()
+		return nil, nil, nil, err
+	}
+	q, err := durable.New(s,
+		durable.WithVisibilityTimeout(childVisibility),
+		durable.WithMaxAttempts(1000),
+		durable.WithBackoff(func(int) time.Duration { return childBackoff }))
+	if err != nil {
+		_ = s.Close()
+		_ = c.Close()
+		return nil, nil, nil, err
+	}
+	return c, s, q, nil
+}
+
+// runProducer enqueues the messages from 16 goroutines, and fails if any
+// Enqueue fails.
+func runProducer() error {
+	n, err := strconv.Atoi(os.Getenv(childCountEnv))
+	if err != nil {
+		return err
+	}
+	startNs, err := strconv.ParseInt(os.Getenv(childStartEnv), 10, 64)
+	if err != nil {
+		return err
+	}
+	start := time.Unix(0, startNs)
+	c, s, q, err := childQueueOpen()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	defer s.Close()
+	defer q.Close()
+	var next atomic.Int64
+	errs := make([]error, 16)
+	var wg sync.WaitGroup
+	for g := range errs {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				due := childDue(start, i)
+				m := durable.Message{ID: childID(i), Payload: []byte(strconv.FormatInt(due.UnixNano(), 10)), Due: due}
+				if err := q.Enqueue(context.Background(), m); err != nil {
+					errs[g] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// runConsumer receives and acks from childReceivers goroutines until
+// SIGTERM, writing to its log, with one write each so that a SIGKILL
+// loses nothing written:
+//
+//	D id attempt due received deadline payload   (a delivery; times in Unix ns)
+//	A id                                         (its Ack returned nil)
+//	L id                                         (its Ack returned ErrLeaseLost)
+//	E id error                                   (its Ack failed otherwise)
+func runConsumer() error {
+	f, err := os.OpenFile(os.Getenv(childLogEnv), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	c, s, q, err := childQueueOpen()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	defer s.Close()
+	defer q.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	var wg sync.WaitGroup
+	var werr atomic.Pointer[error]
+	write := func(format string, args ...any) {
+		if _, err := fmt.Fprintf(f, format, args...); err != nil {
+			werr.CompareAndSwap(nil, &err)
+		}
+	}
+	for range childReceivers {
+		wg.Go(func() {
+			for {
+				d, err := q.Receive(ctx)
+				if err != nil {
+					if ctx.Err() != nil || errors.Is(err, durable.ErrClosed) {
+						return
+					}
+					write("E - %v\n", err)
+					continue
+				}
+				recv := time.Now()
+				write("D %s %d %d %d %d %s\n", d.ID, d.Attempt, d.Due.UnixNano(), recv.UnixNano(), d.Deadline.UnixNano(), d.Payload)
+				switch err := d.Ack(ctx); {
+				case err == nil:
+					write("A %s\n", d.ID)
+				case errors.Is(err, durable.ErrLeaseLost):
+					write("L %s\n", d.ID)
+				case ctx.Err() != nil:
+					return
+				default:
+					write("E %s %v\n", d.ID, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if p := werr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}

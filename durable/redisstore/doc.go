@@ -1,0 +1,89 @@
+// Package redisstore is a durable.Store on Redis, for a delay queue shared
+// by many processes on many machines:
+//
+//	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"localhost:6379"}})
+//	store, err := redisstore.New(client, "orders")
+//	...
+//	q, err := durable.New(store)
+//
+// It works on a single Redis, with Sentinel and on Redis Cluster, and
+// needs Redis 5 or later; on Redis 7 it uses sharded pub/sub. Its tests
+// run on Redis 7.0.
+//
+// # Layout
+//
+// All the keys of a queue share one hash tag, so they live in one slot of
+// a cluster, and every script is given all the keys it touches in KEYS:
+//
+//	tw:{orders}:pending   sorted set of pending messages, by due time
+//	tw:{orders}:inflight  sorted set of leased messages, by lease deadline
+//	tw:{orders}:dead      sorted set of dead messages, by time of death
+//	tw:{orders}:meta      hash: ID -> state, order, attempt, fencing token
+//	tw:{orders}:payload   hash: ID -> payload
+//	tw:{orders}:seq       counter of the order messages became pending or died
+//	tw:{orders}:token     counter of fencing tokens
+//	tw:{orders}:wake      pub/sub channel of wake-ups
+//	tw:{orders}:shards    the queue's shard count
+//
+// With WithShards(n), the queue is n such sets of keys, tagged {orders:0}
+// to {orders:n-1}, and a message lives in the one its ID hashes to.
+//
+// # Order and time
+//
+// Scores are microseconds since 1970, on Redis's clock: a due time is
+// rounded up to the microsecond, so a message is never claimed before its
+// Due. Every time a script needs "now" it asks Redis (TIME), never the
+// client, so a client whose clock is ahead cannot have a message claimed
+// early, and Claimed.Now and Reaped.Now are Redis's clock.
+//
+// Members of the pending and dead sets are the ID behind a prefix of 20
+// bytes: 4 digits of the due time's nanoseconds within the microsecond of
+// the score, then 16 hex digits of a per-shard sequence number, taken
+// from the seq counter whenever a message becomes pending (Enqueue, Retry,
+// Requeue, Reap) or dies. Redis orders members of equal score bytewise,
+// so messages come out by due time to the nanosecond, then, for equal due
+// times, in the order they became pending, exactly; and a message is
+// delivered with its exact Due.
+//
+// # Scripts and fencing
+//
+// Enqueue, Claim (which promotes due messages and leases them at once),
+// Ack, Retry, Extend, Cancel, Requeue and Reap are each one Lua script,
+// run with EVALSHA (EVAL when Redis does not have it cached), so each is
+// atomic. Claim and Reap handle at most MaxClaim and MaxReap messages per
+// call, so a backlog of millions coming due at once never blocks Redis
+// for more than a few milliseconds. Each claim takes a fencing token from
+// the shard's token counter, which only grows: a message's tokens only
+// grow too, whatever happens to it (an Enqueue that replaces it, a Cancel
+// and Enqueue of the same ID), and Ack, Retry and Extend with another
+// token than the current lease's return durable.ErrLeaseLost and change
+// nothing.
+//
+// # Wake-ups
+//
+// Store implements durable.Notifier. The scripts that make a message
+// pending publish on the shard's wake channel (SPUBLISH on Redis 7, so
+// that on a cluster the message stays on the node that owns the slot)
+// when that message is now earlier than every other pending one, and
+// Wakeups receives from it: a process that armed its timer for a later
+// message wakes. Nothing is published when the new message is not the
+// earliest, so an idle queue costs nothing. A safety poll at random
+// intervals of 2.5 to 5 seconds (WithSafetyPoll) covers notifications
+// lost while a connection was down.
+//
+// # Safety
+//
+// New refuses a Redis whose maxmemory-policy is not noeviction
+// (ErrUnsafeEviction): it would delete keys, and messages with them, when
+// it runs out of memory. A Redis that hides its configuration (CONFIG
+// disabled) is accepted, with a warning to the logger. Durability is that
+// of the Redis configuration: use AOF with appendfsync always for a
+// message whose Enqueue returned nil to survive a crash of Redis.
+//
+// go-redis sends a command again when its connection fails before the
+// reply (MaxRetries, 3 by default). For the scripts this is safe but not
+// silent: a Claim whose reply was lost leaves its leases to expire, and
+// the messages come back after the visibility timeout; an Ack whose reply
+// was lost returns durable.ErrLeaseLost on the second try although the
+// message is deleted. Set MaxRetries to -1 to get the first error instead.
+package redisstore

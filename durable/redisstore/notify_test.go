@@ -1,0 +1,119 @@
+package redisstore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// woke reports whether ch receives within d.
+func woke(ch <-chan struct{}, d time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func TestWakeupsOnNewEarliest(t *testing.T) {
+	srv := startRedis(t)
+	a := openStore(t, srv.client(t), "q", WithSafetyPoll(0))
+	b := openStore(t, srv.client(t), "q", WithSafetyPoll(0))
+	w1, w2 := a.Wakeups(), a.Wakeups()
+	// The subscription itself wakes: notifications may have been missed
+	// before it.
+	require.True(t, woke(w1, 5*time.Second), "woken when subscribed")
+	require.True(t, woke(w2, time.Second))
+
+	now := redisNow(t, srv.client(t))
+	const wait, quiet = 5 * time.Second, 200 * time.Millisecond
+	require.NoError(t, b.Enqueue(ctx, []durable.Message{msg("late", now.Add(time.Hour))}))
+	assert.True(t, woke(w1, wait), "first pending message")
+	assert.True(t, woke(w2, wait), "every channel wakes")
+
+	require.NoError(t, b.Enqueue(ctx, []durable.Message{msg("later", now.Add(2*time.Hour))}))
+	assert.False(t, woke(w1, quiet), "not the earliest: no wake-up")
+
+	require.NoError(t, b.Enqueue(ctx, []durable.Message{msg("sooner", now.Add(30*time.Minute))}))
+	assert.True(t, woke(w1, wait), "new earliest")
+
+	// Retry, Reap and Requeue make messages pending: they wake too when
+	// the message is the earliest.
+	require.NoError(t, b.Enqueue(ctx, []durable.Message{msg("x", time.Time{})}))
+	require.True(t, woke(w1, wait))
+	ls := claimAll(t, b, 0)
+	require.Len(t, ls, 1)
+	assert.False(t, woke(w1, quiet), "a claim does not wake")
+	r, err := b.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 10})
+	require.NoError(t, err)
+	require.Equal(t, 1, r.Returned)
+	assert.True(t, woke(w1, wait), "reaped")
+
+	ls = claimAll(t, b, time.Minute)
+	require.Len(t, ls, 1)
+	dead, err := b.Retry(ctx, "x", ls[0].Token, 0, 10)
+	require.NoError(t, err)
+	require.False(t, dead)
+	assert.True(t, woke(w1, wait), "retried")
+
+	ls = claimAll(t, b, time.Minute)
+	_, err = b.Retry(ctx, "x", ls[0].Token, 0, 1)
+	require.NoError(t, err)
+	assert.False(t, woke(w1, quiet), "a death does not wake")
+	require.NoError(t, b.Requeue(ctx, "x", time.Time{}))
+	assert.True(t, woke(w1, wait), "requeued")
+}
+
+func TestWakeupsSafetyPoll(t *testing.T) {
+	srv := startRedis(t)
+	s := openStore(t, srv.client(t), "q", WithSafetyPoll(100*time.Millisecond))
+	w := s.Wakeups()
+	require.True(t, woke(w, 5*time.Second))
+	n := 0
+	start := time.Now()
+	for time.Since(start) < time.Second {
+		if woke(w, time.Second) {
+			n++
+		}
+	}
+	// One every 50 to 100 ms.
+	assert.GreaterOrEqual(t, n, 5)
+	assert.LessOrEqual(t, n, 25)
+}
+
+func TestWakeupsNeverBlock(t *testing.T) {
+	srv := startRedis(t)
+	a := openStore(t, srv.client(t), "q", WithSafetyPoll(0))
+	b := openStore(t, srv.client(t), "q", WithSafetyPoll(0))
+	w := a.Wakeups()
+	require.True(t, woke(w, 5*time.Second))
+	now := redisNow(t, srv.client(t))
+	// Nobody reads w: a hundred new earliest messages.
+	for i := range 100 {
+		require.NoError(t, b.Enqueue(ctx, []durable.Message{msg(seqIDs("m", 100)[i], now.Add(time.Hour-time.Duration(i)*time.Second))}))
+	}
+	// The publications all reached the subscriber by now.
+	time.Sleep(300 * time.Millisecond)
+	require.Len(t, w, 1)
+	<-w
+	assert.False(t, woke(w, 100*time.Millisecond), "one wake-up held, the others dropped")
+}
+
+func TestWakeupsAfterReconnect(t *testing.T) {
+	srv := startRedis(t)
+	a := openStore(t, srv.client(t), "q", WithSafetyPoll(0))
+	w := a.Wakeups()
+	require.True(t, woke(w, 5*time.Second))
+	srv.restart()
+	// Notifications may have been lost while the connection was down:
+	// resubscribing wakes.
+	require.True(t, woke(w, 10*time.Second), "woken when subscribed again")
+	b := openStore(t, srv.client(t), "q", WithSafetyPoll(0))
+	require.NoError(t, b.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
+	assert.True(t, woke(w, 5*time.Second), "notifications flow again")
+}

@@ -409,5 +409,6 @@ Examples:
   twbench startstop -n 1M,500k,2000
   twbench fire -fire-n 2M -window 4s -plot late.png -json results.json
   twbench durable -pending 100k
+  twbench durable -store redis://localhost:6379/0
 `, memPerTimer)
 }

@@ -11,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/redisstore"
 	"github.com/seed64e23a5c/timingwheel/internal/durablebench"
 )
 
@@ -20,10 +23,11 @@ func init() {
 	register(scenario{
 		name:  "durable",
 		order: 70,
-		help: "the durable queue (package durable, ours only) on a fresh bbolt file in a temp dir, SyncAlways, 100-byte payloads: " +
+		help: "the durable queue (package durable, ours only) on a fresh bbolt file in a temp dir, SyncAlways " +
+			"(or on the Redis of -store, in queues deleted afterwards), 100-byte payloads: " +
 			"enqueues/s from 1, 8 and 64 producers and receive+acks/s with 8 consumers, K=-pending/200 messages each (100 to 20k); " +
 			"lateness p50/p99/max with 4 consumers, min(K, 2000) messages over min(2s, -window); " +
-			"reopen time (median of 3) and memory with -pending messages due in a day (about 400 B of disk each)",
+			"reopen time (median of 3) and memory with -pending messages due in a day (about 400 B of disk each, or of Redis memory)",
 		// The messages are in the file, not in the heap: the queue holds
 		// two timers, and the lateness figure K durations.
 		timers: func(*options) int { return 0 },
@@ -67,9 +71,6 @@ const (
 	durableFile = "durable.db"
 )
 
-// errRedisStore is what validate says of a redis:// -store for now.
-var errRedisStore = usagef("-store redis:// needs durable/redisstore, not built yet")
-
 // isRedisURL reports whether store names a Redis server.
 func isRedisURL(store string) bool {
 	return strings.HasPrefix(store, "redis://") || strings.HasPrefix(store, "rediss://")
@@ -81,7 +82,10 @@ func (o *options) validateStore() error {
 	case o.store == storeBolt:
 		return nil
 	case isRedisURL(o.store):
-		return errRedisStore
+		if _, err := redis.ParseURL(o.store); err != nil {
+			return usagef("-store: %v", err)
+		}
+		return nil
 	}
 	return usagef("-store must be %s or a redis:// URL, got %q", storeBolt, o.store)
 }
@@ -102,14 +106,70 @@ func durableWindow(o *options) time.Duration { return min(2*time.Second, o.windo
 
 // openDurableStore opens the store that -store names, fresh for each
 // dir (an empty directory of its own): for bolt, the file durableFile in
-// dir, created if needed. This is the one place that makes a store.
+// dir, created if needed; for Redis, the queue named after dir (see
+// redisQueueName). This is the one place that makes a store.
 func openDurableStore(o *options, dir string) (durable.Store, error) {
 	if o.store == storeBolt {
 		return durable.OpenBoltStore(filepath.Join(dir, durableFile))
 	}
-	// validateStore refuses the rest for now. A redis:// URL will open a
-	// durable/redisstore here, its keys under a prefix unique to dir.
-	return nil, fmt.Errorf("-store %q not supported", o.store)
+	client, err := redisClient(o)
+	if err != nil {
+		return nil, err
+	}
+	s, err := redisstore.New(client, redisQueueName(dir))
+	if err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	return redisStore{s, client}, nil
+}
+
+// redisStore is a Redis store that closes its client with it.
+type redisStore struct {
+	*redisstore.Store
+	client *redis.Client
+}
+
+func (s redisStore) Close() error { return errors.Join(s.Store.Close(), s.client.Close()) }
+
+// redisClient connects to the Redis of -store.
+func redisClient(o *options) (*redis.Client, error) {
+	ro, err := redis.ParseURL(o.store)
+	if err != nil {
+		return nil, err
+	}
+	return redis.NewClient(ro), nil
+}
+
+// redisQueueName is the Redis queue of dir: its temp dir's name and its
+// own, unique to the run and the figure.
+func redisQueueName(dir string) string {
+	return "twbench:" + filepath.Base(filepath.Dir(dir)) + ":" + filepath.Base(dir)
+}
+
+// dropRedisQueues deletes the keys of every queue of the run whose temp
+// dir is root, so that a run leaves nothing in Redis.
+func dropRedisQueues(o *options, root string) error {
+	client, err := redisClient(o)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	ctx := context.Background()
+	iter := client.Scan(ctx, 0, "tw:{twbench:"+filepath.Base(root)+":*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return err
+	}
+	for chunk := range slices.Chunk(keys, 1000) {
+		if err := client.Unlink(ctx, chunk...).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // openDurable opens a queue, with the default options, on the store of
@@ -128,8 +188,26 @@ func openDurable(o *options, dir string) (q *durable.Queue, closeAll func() erro
 	return q, func() error { return errors.Join(q.Close(), s.Close()) }, nil
 }
 
-// durableStoreBytes returns the size of the store of dir: its file's.
-func durableStoreBytes(dir string) (int64, error) {
+// durableStoreBytes returns the size of the store of dir: its file's, or
+// for Redis the memory the server uses (used_memory), all queues in.
+func durableStoreBytes(o *options, dir string) (int64, error) {
+	if o.store != storeBolt {
+		client, err := redisClient(o)
+		if err != nil {
+			return 0, err
+		}
+		defer client.Close()
+		info, err := client.Info(context.Background(), "memory").Result()
+		if err != nil {
+			return 0, err
+		}
+		for line := range strings.Lines(info) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+				return strconv.ParseInt(v, 10, 64)
+			}
+		}
+		return 0, errors.New("no used_memory in INFO memory")
+	}
 	fi, err := os.Stat(filepath.Join(dir, durableFile))
 	if err != nil {
 		return 0, err
@@ -150,6 +228,13 @@ func runDurable(e *env) (rows []row, err error) {
 			err = err2
 		}
 	}()
+	if e.opts.store != storeBolt {
+		defer func() {
+			if err2 := dropRedisQueues(e.opts, root); err == nil && err2 != nil {
+				err = err2
+			}
+		}()
+	}
 	fresh := func(name string) (string, error) {
 		dir := filepath.Join(root, name)
 		return dir, os.Mkdir(dir, 0o700)
@@ -216,9 +301,13 @@ func runDurable(e *env) (rows []row, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory, %s: %w", label, err)
 	}
-	size, err := durableStoreBytes(dir)
+	size, err := durableStoreBytes(o, dir)
 	if err != nil {
 		return nil, err
+	}
+	sizeLabel := "file size, "
+	if o.store != storeBolt {
+		sizeLabel = "Redis used_memory, "
 	}
 	mib := func(b float64) float64 { return b / (1 << 20) }
 	return append(rows,
@@ -226,7 +315,7 @@ func runDurable(e *env) (rows []row, err error) {
 		oursOnly("process heap after open, "+label+" pending", unitMiB, mib(float64(mem.after.Heap))),
 		oursOnly("process RSS anon after open, "+label+" pending", unitMiB, mib(float64(mem.after.RSSAnon))),
 		oursOnly("process RSS file after open, "+label+" pending", unitMiB, mib(float64(mem.after.RSSFile))),
-		oursOnly("file size, "+label+" pending", unitMiB, mib(float64(size))),
+		oursOnly(sizeLabel+label+" pending", unitMiB, mib(float64(size))),
 	), nil
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
@@ -17,27 +19,36 @@ type result struct {
 	leases                     []durable.Lease
 	deadline                   int64 // of the leases
 	returned, dead             int   // by Reap
+	// n counts the items of the call (leases, or leases ended) and bytes
+	// their payload bytes, for the limits of rounds.
+	n     int
+	bytes int64
 }
 
 // Claim implements durable.Store. A limit above MaxClaim is cut to it, and
-// the lease is rounded up to the microsecond. With shards, Claim takes from
-// every shard, starting with a different one each call, and merges; see
-// WithShards.
+// the lease is rounded up to the microsecond. A Claim also stops at about
+// 4 MiB of payloads, leasing the message that would take it over only if
+// it is the first, so that no script holds Redis long (see the package
+// documentation). With shards, Claim takes from every shard, starting with
+// a different one each call, and merges; see WithShards. If a shard fails
+// but others leased messages, Claim returns those, with NextDue and
+// NextDeadline at Now, so that the caller comes back soon; if no shard
+// leased any, it returns the error.
 func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) (durable.Claimed, error) {
 	if s.closed.Load() {
 		return durable.Claimed{}, durable.ErrClosed
 	}
 	limit = max(0, min(limit, MaxClaim))
 	us := micros(lease)
-	rs, err := s.rounds(limit, func(sh, n int) (result, error) {
-		return s.claimShard(ctx, sh, n, us)
-	}, func(r result) (int, bool) {
-		return len(r.leases), r.nextDue >= 0 && r.nextDue <= r.now
+	rs, failed, err := s.rounds(limit, maxReadBytes, func(sh, n int, bytes int64) (result, error) {
+		return s.claimShard(ctx, sh, n, us, bytes)
+	}, func(r result) bool {
+		return r.nextDue >= 0 && r.nextDue <= r.now
 	})
 	if err != nil {
 		return durable.Claimed{}, wrap("claim", err)
 	}
-	m := s.merge(rs)
+	m := s.merge(rs, failed)
 	c := durable.Claimed{Now: instant(m.now), NextDue: instant(m.nextDue), NextDeadline: instant(m.nextDeadline)}
 	for _, r := range rs {
 		c.Leases = append(c.Leases, r.leases...)
@@ -48,8 +59,8 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) (dura
 	return c, nil
 }
 
-func (s *Store) claimShard(ctx context.Context, sh, limit int, lease int64) (result, error) {
-	r, err := s.run(ctx, claimScript, sh, limit, lease)
+func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, bytes int64) (result, error) {
+	r, err := s.run(ctx, claimScript, sh, limit, lease, max(bytes, 1))
 	if err != nil {
 		return result{}, err
 	}
@@ -89,40 +100,35 @@ func (s *Store) claimShard(ctx context.Context, sh, limit int, lease int64) (res
 			Token:    uint64(nums[1]),
 			Deadline: time.UnixMicro(res.deadline),
 		})
+		res.bytes += int64(len(body))
 	}
+	res.n = len(res.leases)
 	return res, nil
 }
 
-// Reap implements durable.Store. A limit above MaxReap is cut to it. The
-// script is given the delays p.Backoff(1) to p.Backoff(min(MaxAttempts-1,
-// 64)), computed once per call: the messages of one call at the same
-// attempt share a delay, and an attempt after the 64th gets the 64th's.
+// Reap implements durable.Store. A limit above MaxReap is cut to it.
+// p.Backoff is called only for leases that have expired, once for each
+// (each gets a sample of its own, for its own attempt), one call at a
+// time, and not at all when no lease has expired: a first script call
+// finds the attempts of the expired leases without changing anything, and
+// a second ends them with their back-offs. A Backoff that panics fails
+// the Reap, with an error, and changes nothing on the shard it was called
+// for. With shards, a shard that fails is handled as in Claim.
 func (s *Store) Reap(ctx context.Context, limit int, p durable.RetryPolicy) (durable.Reaped, error) {
 	if s.closed.Load() {
 		return durable.Reaped{}, durable.ErrClosed
 	}
 	limit = max(0, min(limit, MaxReap))
-	table := min(max(p.MaxAttempts-1, 0), maxBackoffTable)
-	args := make([]any, 0, 3+table)
-	args = append(args, s.pub, 0, p.MaxAttempts)
-	for a := 1; a <= table; a++ {
-		var d time.Duration
-		if p.Backoff != nil {
-			d = p.Backoff(a)
-		}
-		args = append(args, micros(d))
-	}
-	rs, err := s.rounds(limit, func(sh, n int) (result, error) {
-		a := append([]any(nil), args...)
-		a[1] = n
-		return s.reapShard(ctx, sh, a)
-	}, func(r result) (int, bool) {
-		return r.returned + r.dead, r.nextDeadline >= 0 && r.nextDeadline <= r.now
+	var backoff sync.Mutex // one call of p.Backoff at a time
+	rs, failed, err := s.rounds(limit, math.MaxInt64, func(sh, n int, _ int64) (result, error) {
+		return s.reapShard(ctx, sh, n, p, &backoff)
+	}, func(r result) bool {
+		return r.nextDeadline >= 0 && r.nextDeadline <= r.now
 	})
 	if err != nil {
 		return durable.Reaped{}, wrap("reap", err)
 	}
-	m := s.merge(rs)
+	m := s.merge(rs, failed)
 	out := durable.Reaped{Now: instant(m.now), NextDue: instant(m.nextDue), NextDeadline: instant(m.nextDeadline)}
 	for _, r := range rs {
 		out.Returned += r.returned
@@ -131,123 +137,164 @@ func (s *Store) Reap(ctx context.Context, limit int, p durable.RetryPolicy) (dur
 	return out, nil
 }
 
-func (s *Store) reapShard(ctx context.Context, sh int, args []any) (result, error) {
+// reapShard reaps up to limit leases of shard sh: one script call if none
+// needs a back-off, two otherwise (see reapScript).
+func (s *Store) reapShard(ctx context.Context, sh, limit int, p durable.RetryPolicy, backoff *sync.Mutex) (result, error) {
+	mode := "ask"
+	if p.Backoff == nil {
+		mode = "zero"
+	}
+	r, ask, err := s.reapCall(ctx, sh, limit, p.MaxAttempts, mode, nil)
+	if err != nil || len(ask) == 0 {
+		return r, err
+	}
+	delays := make([]any, 0, 2*len(ask))
+	backoff.Lock()
+	for _, a := range ask {
+		d, err := callBackoff(p.Backoff, a)
+		if err != nil {
+			backoff.Unlock()
+			return result{}, err
+		}
+		delays = append(delays, a, micros(d))
+	}
+	backoff.Unlock()
+	r, _, err = s.reapCall(ctx, sh, limit, p.MaxAttempts, "given", delays)
+	return r, err
+}
+
+// reapCall calls the reap script once, and returns its result and the
+// attempts it asks back-offs for.
+func (s *Store) reapCall(ctx context.Context, sh, limit, maxAttempts int, mode string, delays []any) (result, []int, error) {
+	args := append([]any{limit, maxAttempts, mode}, delays...)
 	r, err := s.run(ctx, reapScript, sh, args...)
 	if err != nil {
-		return result{}, err
+		return result{}, nil, err
 	}
-	a, err := replyArray(r, 5)
+	a, err := replyArray(r, 6)
 	if err != nil {
-		return result{}, err
+		return result{}, nil, err
 	}
-	n, err := replyInts(a)
+	n, err := replyInts(a[:5])
 	if err != nil {
-		return result{}, err
+		return result{}, nil, err
 	}
-	return result{now: n[0], returned: int(n[1]), dead: int(n[2]), nextDue: n[3], nextDeadline: n[4]}, nil
+	asked, err := replyArray(a[5], -1)
+	if err != nil {
+		return result{}, nil, err
+	}
+	attempts, err := replyInts(asked)
+	if err != nil {
+		return result{}, nil, err
+	}
+	ask := make([]int, len(attempts))
+	for i, at := range attempts {
+		ask[i] = int(at)
+	}
+	res := result{now: n[0], returned: int(n[1]), dead: int(n[2]), nextDue: n[3], nextDeadline: n[4]}
+	res.n = res.returned + res.dead
+	return res, ask, nil
+}
+
+// callBackoff calls a back-off function of the user's: a panic in it fails
+// the reap, as an error, rather than the caller.
+func callBackoff(f func(int) time.Duration, attempt int) (d time.Duration, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("redisstore: the back-off function panicked for attempt %d: %v", attempt, r)
+		}
+	}()
+	return f(attempt), nil
 }
 
 // A shardResult is a result with the shard it came from.
 type shardResult struct {
 	result
 	shard int
-	err   error
 }
 
-// rounds runs call on the shards for up to limit items in all. With one
-// shard it is one call. With several, the first round calls every shard at
-// once, each for its share of limit (0 for some if limit is below the
-// shard count: the call still reports the shard's next due time and
-// deadline); then, while items are missing, the shards whose result says
-// more are ready (more) are called again, one after the other, for what is
-// missing. The results are in the order they came, the last of each shard
-// after its others.
+// rounds runs call on the shards for up to limit items and about maxBytes
+// payload bytes in all. With one shard it is one call. With several, the
+// first round calls every shard at once, each for its share of limit (0
+// for some if limit is below the shard count: the call still reports the
+// shard's next due time and deadline) and of maxBytes; then, while items
+// and bytes are missing, the shards whose result says more are ready
+// (more) are called again, one after the other, for what is missing. A
+// call takes at least one item whatever its bytes, so the bytes may go
+// over maxBytes by about one item per shard. The results are in the order
+// they came, the last of each shard after its others.
 //
-// If a shard fails, rounds returns the failure if no other shard did any
-// work, and otherwise the others' results, with the failed shard's next
-// due time and deadline taken as now, so that the caller comes back soon.
-func (s *Store) rounds(limit int, call func(sh, n int) (result, error), done func(result) (n int, more bool)) ([]shardResult, error) {
+// A shard whose call fails is not called again, and its earlier results
+// stay: their work is done in Redis. If no call did any work (no item),
+// rounds returns the failures; otherwise it returns the results with
+// failed true, for merge to tell the caller to come back soon.
+func (s *Store) rounds(limit int, maxBytes int64, call func(sh, n int, bytes int64) (result, error), more func(result) bool) (rs []shardResult, failed bool, err error) {
 	n := len(s.shards)
 	if n == 1 {
-		r, err := call(0, limit)
+		r, err := call(0, limit, maxBytes)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return []shardResult{{result: r}}, nil
+		return []shardResult{{result: r}}, false, nil
 	}
 	start := int(s.rr.Add(1) % uint64(n))
-	first := make([]shardResult, n)
+	first := make([]result, n)
+	firstErrs := make([]error, n)
 	_ = s.parallel(func(sh int) error {
 		share := limit / n
 		if (sh-start+n)%n < limit%n {
 			share++
 		}
-		r, err := call(sh, share)
-		first[sh] = shardResult{result: r, shard: sh, err: err}
+		first[sh], firstErrs[sh] = call(sh, share, max(maxBytes/int64(n), 1))
 		return nil
 	})
-	var rs []shardResult
-	last := make([]int, n) // index in rs of the last result of each shard
-	got, work := 0, 0
-	var errs []error
+	var (
+		errs  []error
+		down  = make([]bool, n) // the shard failed
+		last  = make([]int, n)  // index in rs of the last result of each shard
+		got   int
+		bytes int64
+	)
+	add := func(sh int, r result) {
+		last[sh] = len(rs)
+		rs = append(rs, shardResult{result: r, shard: sh})
+		got += r.n
+		bytes += r.bytes
+	}
 	for i := range n {
-		r := first[(start+i)%n]
-		last[r.shard] = len(rs)
-		rs = append(rs, r)
-		if r.err != nil {
-			errs = append(errs, r.err)
+		sh := (start + i) % n
+		if firstErrs[sh] != nil {
+			down[sh] = true
+			errs = append(errs, firstErrs[sh])
 			continue
 		}
-		k, _ := done(r.result)
-		got += k
-		work += k
+		add(sh, first[sh])
 	}
-	for progress := true; progress && got < limit; {
+	for progress := true; progress && got < limit && bytes < maxBytes; {
 		progress = false
-		for i := 0; i < n && got < limit; i++ {
+		for i := 0; i < n && got < limit && bytes < maxBytes; i++ {
 			sh := (start + i) % n
-			prev := rs[last[sh]]
-			if prev.err != nil {
+			if down[sh] || !more(rs[last[sh]].result) {
 				continue
 			}
-			if _, more := done(prev.result); !more {
-				continue
-			}
-			r, err := call(sh, limit-got)
+			r, err := call(sh, limit-got, maxBytes-bytes)
 			if err != nil {
+				down[sh] = true
 				errs = append(errs, err)
-				rs[last[sh]].err = err
 				continue
 			}
-			last[sh] = len(rs)
-			rs = append(rs, shardResult{result: r, shard: sh})
-			k, _ := done(r)
-			got += k
-			work += k
-			progress = progress || k > 0
+			add(sh, r)
+			progress = progress || r.n > 0
 		}
 	}
-	if len(errs) > 0 {
-		if work == 0 {
-			return nil, errors.Join(errs...)
-		}
-		s.opts.logger.Warn("redisstore: a shard failed; returning the others' results", "queue", s.queue, "err", errors.Join(errs...))
+	if len(errs) == 0 {
+		return rs, false, nil
 	}
-	ok := rs[:0]
-	failed := false
-	for _, r := range rs {
-		if r.err != nil {
-			failed = true
-			continue
-		}
-		ok = append(ok, r)
+	if got == 0 {
+		return nil, true, errors.Join(errs...)
 	}
-	if failed && len(ok) > 0 {
-		// Make the caller come back soon for the failed shard.
-		ok[0].nextDue = ok[0].now
-		ok[0].nextDeadline = ok[0].now
-	}
-	return ok, nil
+	s.opts.logger.Warn("redisstore: a shard failed; returning the others' results", "queue", s.queue, "err", errors.Join(errs...))
+	return rs, true, nil
 }
 
 // merge returns the clock, next due time and next deadline of results
@@ -255,10 +302,16 @@ func (s *Store) rounds(limit int, call func(sh, n int) (result, error), done fun
 // single Redis all shards share one clock, and now is the latest. On a
 // cluster each node has its own clock: times are moved to the clock of the
 // first result, by their distance from their own result's now, and so are
-// the leases' deadlines.
-func (s *Store) merge(rs []shardResult) result {
+// the leases' deadlines. If a shard failed, the next due time and deadline
+// are now: what the failed shard holds is unknown, and the caller should
+// come back soon.
+func (s *Store) merge(rs []shardResult, failed bool) result {
 	if len(rs) == 1 {
-		return rs[0].result
+		m := rs[0].result
+		if failed {
+			m.nextDue, m.nextDeadline = m.now, m.now
+		}
+		return m
 	}
 	m := result{now: -1, nextDue: -1, nextDeadline: -1}
 	latest := make(map[int]int, len(s.shards))
@@ -290,6 +343,9 @@ func (s *Store) merge(rs []shardResult) result {
 	}
 	if s.cluster {
 		m.now = ref
+	}
+	if failed {
+		m.nextDue, m.nextDeadline = m.now, m.now
 	}
 	return m
 }

@@ -18,15 +18,20 @@
 //	tw:{orders}:pending   sorted set of pending messages, by due time
 //	tw:{orders}:inflight  sorted set of leased messages, by lease deadline
 //	tw:{orders}:dead      sorted set of dead messages, by time of death
-//	tw:{orders}:meta      hash: ID -> state, order, attempt, fencing token
+//	tw:{orders}:meta      hash: ID -> state, order, attempt, fencing token, enqueue nonce
 //	tw:{orders}:payload   hash: ID -> payload
 //	tw:{orders}:seq       counter of the order messages became pending or died
 //	tw:{orders}:token     counter of fencing tokens
 //	tw:{orders}:wake      pub/sub channel of wake-ups
 //	tw:{orders}:shards    the queue's shard count
 //
-// With WithShards(n), the queue is n such sets of keys, tagged {orders:0}
-// to {orders:n-1}, and a message lives in the one its ID hashes to.
+// With WithShards(n), the queue is n such sets of keys but the last, with
+// a '#' after the tag instead of a ':' (tw:{orders:0}#pending to
+// tw:{orders:n-1}#wake), and a message lives in the one its ID hashes to;
+// tw:{orders}:shards holds the count. So no two queues share a key,
+// whatever their names: queue "orders:0" has the keys tw:{orders:0}:pending
+// and so on, which shard 0 of queue "orders" does not (the two only share
+// a slot).
 //
 // # Order and time
 //
@@ -52,24 +57,43 @@
 // run with EVALSHA (EVAL when Redis does not have it cached), so each is
 // atomic. Claim and Reap handle at most MaxClaim and MaxReap messages per
 // call, so a backlog of millions coming due at once never blocks Redis
-// for more than a few milliseconds. Each claim takes a fencing token from
-// the shard's token counter, which only grows: a message's tokens only
-// grow too, whatever happens to it (an Enqueue that replaces it, a Cancel
-// and Enqueue of the same ID), and Ack, Retry and Extend with another
-// token than the current lease's return durable.ErrLeaseLost and change
-// nothing.
+// for more than a few milliseconds; and a Claim, like each script of
+// DeadLetters, reads about 4 MiB of payloads at most (one message if it is
+// larger), so that large payloads do not hold Redis either. Each claim
+// takes a fencing token from the shard's token counter, which only grows:
+// a message's tokens only grow too, whatever happens to it (an Enqueue
+// that replaces it, a Cancel and Enqueue of the same ID), and Ack, Retry
+// and Extend with another token than the current lease's return
+// durable.ErrLeaseLost and change nothing.
 //
 // # Wake-ups
 //
 // Store implements durable.Notifier. The scripts that make a message
-// pending publish on the shard's wake channel (SPUBLISH on Redis 7, so
-// that on a cluster the message stays on the node that owns the slot)
-// when that message is now earlier than every other pending one, and
-// Wakeups receives from it: a process that armed its timer for a later
-// message wakes. Nothing is published when the new message is not the
-// earliest, so an idle queue costs nothing. A safety poll at random
-// intervals of 2.5 to 5 seconds (WithSafetyPoll) covers notifications
-// lost while a connection was down.
+// pending publish on the shard's wake channel when that message is now
+// earlier than every other pending one, and Wakeups receives from it: a
+// process that armed its timer for a later message wakes. Nothing is
+// published when the new message is not the earliest, so an idle queue
+// costs nothing. A safety poll at random intervals of 2.5 to 5 seconds
+// (WithSafetyPoll) covers notifications lost while a connection was down.
+//
+// On Redis 7 and later the scripts publish with SPUBLISH, so that on a
+// cluster the message stays on the node that owns the slot, and PUBLISH
+// before. The server decides, not the client: the scripts test Redis's
+// version themselves (redis.REDIS_VERSION_NUM), and a store asks the
+// server the same question, with a tiny script, each time it subscribes,
+// so that publishers and subscribers agree whatever their Redis users
+// may run. When Redis Cluster moves the slot of a wake channel to another
+// node, it unsubscribes the store, which subscribes again, on the new
+// node, and wakes.
+//
+// # Back-off
+//
+// Reap calls the RetryPolicy's Backoff only when a lease has expired, once
+// for each such lease, with its attempt (however high), so each gets a
+// delay of its own, and one call at a time within a Reap: a first script
+// call finds the expired leases and their attempts, changing nothing, and
+// a second ends them with their delays. A Backoff that panics fails the
+// Reap with an error.
 //
 // # Safety
 //
@@ -80,10 +104,26 @@
 // of the Redis configuration: use AOF with appendfsync always for a
 // message whose Enqueue returned nil to survive a crash of Redis.
 //
-// go-redis sends a command again when its connection fails before the
-// reply (MaxRetries, 3 by default). For the scripts this is safe but not
-// silent: a Claim whose reply was lost leaves its leases to expire, and
-// the messages come back after the visibility timeout; an Ack whose reply
-// was lost returns durable.ErrLeaseLost on the second try although the
-// message is deleted. Set MaxRetries to -1 to get the first error instead.
+// go-redis sends a command again when its reply is lost: the connection
+// failed, or the reply took longer than ReadTimeout (3s by default), which
+// a Redis busy with something else, a slow disk under appendfsync always,
+// can cause (MaxRetries, 3 by default, sets how many times). The first
+// send ran, or will, so the second finds its work done:
+//
+//   - Enqueue is idempotent: each call has a random nonce, kept with the
+//     messages it writes, and the same call run again leaves those
+//     messages alone, even one claimed meanwhile, whose lease holds. Only a
+//     message acked or cancelled in between is written again, and
+//     delivered twice, which at-least-once delivery allows.
+//   - A Claim whose reply was lost leaves its leases to expire, and the
+//     messages come back after the visibility timeout.
+//   - An Ack, Retry, Cancel or Requeue whose reply was lost reports on the
+//     second run what it finds: durable.ErrLeaseLost for an Ack or Retry,
+//     false for a Cancel, durable.ErrNotFound for a Requeue, although the
+//     first run did the work. Extend sets the deadline again.
+//
+// The default MaxRetries suits a queue: nothing is lost, at worst a
+// message comes back later or twice. Set MaxRetries to -1 to get the
+// first error instead. Keep ReadTimeout well above the few milliseconds a
+// script takes, so that a reply is lost only when something is wrong.
 package redisstore

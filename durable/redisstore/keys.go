@@ -23,18 +23,31 @@ const (
 
 var keyNames = [numKeys]string{"pending", "inflight", "dead", "meta", "payload", "seq", "token", "wake"}
 
-// A shard is one hash tag of a queue: {queue} when the queue has one
-// shard, {queue:i} for shard i of n otherwise. All its keys and its
-// channel carry the tag, so they live in one slot of a Redis Cluster.
+// A shard is one hash tag of a queue, and the keys that carry it, so that
+// they live in one slot of a Redis Cluster. A queue of one shard has the
+// tag {queue} and the keys tw:{queue}:pending and so on; shard i of a
+// queue of several has the tag {queue:i} and the keys tw:{queue:i}#pending
+// and so on.
+//
+// No two queues share a key, whatever their names, although queue
+// "orders:0" and shard 0 of queue "orders" share a tag (a slot): a queue
+// name has no brace (checkQueueName), so in every key the first closing
+// brace ends the tag, and the byte after it is ':' for a queue of one
+// shard and '#' for a shard. Two keys of queues of one shard are equal
+// only if their queue names and key names are; two keys of shards only if
+// their queue names, shard numbers (the digits after the tag's last ':')
+// and key names are. The layout key, tw:{queue}:shards, is the same for
+// every shard count of a queue, which is how New finds a count that
+// differs.
 type shard struct {
 	// keys are the KEYS of the scripts: tw:{tag}:pending and so on.
 	keys []string
 }
 
-func newShard(tag string) shard {
+func newShard(tag, sep string) shard {
 	keys := make([]string, numKeys)
 	for i, name := range keyNames {
-		keys[i] = keyPrefix + "{" + tag + "}:" + name
+		keys[i] = keyPrefix + "{" + tag + "}" + sep + name
 	}
 	return shard{keys: keys}
 }
@@ -42,16 +55,16 @@ func newShard(tag string) shard {
 // channel is the pub/sub channel the shard's scripts publish on.
 func (s shard) channel() string { return s.keys[keyWake] }
 
-// shardTags returns the hash tags of a queue of n shards.
-func shardTags(queue string, n int) []string {
+// newShards returns the shards of a queue of n shards.
+func newShards(queue string, n int) []shard {
 	if n == 1 {
-		return []string{queue}
+		return []shard{newShard(queue, ":")}
 	}
-	tags := make([]string, n)
-	for i := range tags {
-		tags[i] = fmt.Sprintf("%s:%d", queue, i)
+	shards := make([]shard, n)
+	for i := range shards {
+		shards[i] = newShard(fmt.Sprintf("%s:%d", queue, i), "#")
 	}
-	return tags
+	return shards
 }
 
 // layoutKey holds a queue's shard count, so that a store opened with

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,8 +35,12 @@ type notifier struct {
 	started bool
 	stopped bool
 	cancel  context.CancelFunc
+	// pubsubs holds the current subscription of each listener, for stop
+	// to close.
 	pubsubs []*redis.PubSub
 	wg      sync.WaitGroup
+	// messages counts the publications received, for the tests.
+	messages atomic.Int64
 }
 
 func (n *notifier) init(s *Store) { n.s = s }
@@ -44,9 +49,10 @@ func (n *notifier) init(s *Store) { n.s = s }
 // with a buffer of one: a wake-up is dropped, never waited for, when the
 // channel already holds one. The channel receives when another store (in
 // this process or another) enqueues, retries, requeues or reaps a message
-// earlier than every other pending one, when the pub/sub connection comes
-// back after a failure, and from the safety poll (WithSafetyPoll). After
-// Close it receives nothing more.
+// earlier than every other pending one, whenever the store subscribes
+// (again: after a failure of the pub/sub connection, or after Redis
+// Cluster moved the slot of a channel to another node), and from the
+// safety poll (WithSafetyPoll). After Close it receives nothing more.
 func (s *Store) Wakeups() <-chan struct{} {
 	n := &s.wake
 	ch := make(chan struct{}, 1)
@@ -63,7 +69,7 @@ func (s *Store) Wakeups() <-chan struct{} {
 	return ch
 }
 
-// start subscribes and starts the goroutines; n.mu is held.
+// start starts the goroutines; n.mu is held.
 func (n *notifier) start() {
 	s := n.s
 	ctx, cancel := context.WithCancel(context.Background())
@@ -81,15 +87,9 @@ func (n *notifier) start() {
 		}
 		groups = append(groups, all)
 	}
-	for _, chans := range groups {
-		var ps *redis.PubSub
-		if s.pub == "SPUBLISH" {
-			ps = s.client.SSubscribe(ctx, chans...)
-		} else {
-			ps = s.client.Subscribe(ctx, chans...)
-		}
-		n.pubsubs = append(n.pubsubs, ps)
-		n.wg.Go(func() { n.listen(ctx, ps) })
+	n.pubsubs = make([]*redis.PubSub, len(groups))
+	for i, chans := range groups {
+		n.wg.Go(func() { n.listen(ctx, i, chans) })
 	}
 	if s.opts.safetyPoll > 0 {
 		n.wg.Go(func() { n.poll(ctx) })
@@ -108,7 +108,9 @@ func (n *notifier) stop() {
 	}
 	cancel()
 	for _, ps := range pubsubs {
-		_ = ps.Close()
+		if ps != nil {
+			_ = ps.Close()
+		}
 	}
 	n.wg.Wait()
 }
@@ -125,26 +127,91 @@ func (n *notifier) notify() {
 	}
 }
 
-// listen receives from ps until ctx ends, waking on every message, and on
-// every (re)subscription, after which notifications may have been lost.
-func (n *notifier) listen(ctx context.Context, ps *redis.PubSub) {
-	var pause time.Duration
-	failing := false
+// subscribe asks the server whether the scripts publish on shard channels
+// (shardedScript), subscribes to chans accordingly, and records the
+// subscription as listener i's. It returns nil and no error if the
+// notifier stopped.
+func (n *notifier) subscribe(ctx context.Context, i int, chans []string) (*redis.PubSub, error) {
+	s := n.s
+	sharded, err := shardedScript.Run(ctx, s.client, chans[:1]).Int()
+	if err != nil {
+		return nil, err
+	}
+	var ps *redis.PubSub
+	if sharded == 1 {
+		ps = s.client.SSubscribe(ctx, chans...)
+	} else {
+		ps = s.client.Subscribe(ctx, chans...)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		_ = ps.Close()
+		return nil, nil
+	}
+	n.pubsubs[i] = ps
+	return ps, nil
+}
+
+// drop closes listener i's subscription ps, for it to subscribe again
+// from scratch. On a cluster, it also has the client reload the slots,
+// which may have moved.
+func (n *notifier) drop(i int, ps *redis.PubSub) {
+	n.mu.Lock()
+	if n.pubsubs[i] == ps {
+		n.pubsubs[i] = nil
+	}
+	n.mu.Unlock()
+	_ = ps.Close()
+	if c, ok := n.s.client.(*redis.ClusterClient); ok {
+		c.ReloadState(context.Background())
+	}
+}
+
+// listen keeps a subscription to chans, as listener i, until ctx ends,
+// waking on every message, and on every subscription, before which
+// notifications may have been lost.
+//
+// Whenever it fails, or Redis unsubscribes it (Redis Cluster does when
+// the slot of a shard channel moves to another node), listen closes the
+// subscription and makes a new one, which asks the server again whether
+// it publishes on shard channels, and on a cluster finds the node that
+// owns the slot now.
+func (n *notifier) listen(ctx context.Context, i int, chans []string) {
+	var (
+		ps      *redis.PubSub
+		pause   time.Duration
+		failing bool
+	)
 	for {
-		msg, err := ps.ReceiveTimeout(ctx, pingInterval)
+		var err error
+		if ps == nil {
+			ps, err = n.subscribe(ctx, i, chans)
+			if ps == nil && err == nil {
+				return
+			}
+		}
+		var msg any
+		if err == nil {
+			msg, err = ps.ReceiveTimeout(ctx, pingInterval)
+		}
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			if isTimeout(err) {
+			if ps != nil && isTimeout(err) {
 				// Silence: check the connection is alive. A dead one
-				// fails the next receive, which reconnects.
+				// fails the next receive.
 				_ = ps.Ping(ctx)
 				continue
 			}
 			if !failing {
 				n.s.opts.logger.Warn("redisstore: pub/sub failed; retrying", "queue", n.s.queue, "err", err)
 				failing = true
+			}
+			if ps != nil {
+				n.drop(i, ps)
+				ps = nil
 			}
 			pause = min(max(2*pause, minPause), maxPause)
 			select {
@@ -155,14 +222,23 @@ func (n *notifier) listen(ctx context.Context, ps *redis.PubSub) {
 			continue
 		}
 		pause = 0
-		switch msg.(type) {
+		switch m := msg.(type) {
 		case *redis.Subscription:
-			if failing {
-				n.s.opts.logger.Info("redisstore: pub/sub is back", "queue", n.s.queue)
-				failing = false
+			switch m.Kind {
+			case "unsubscribe", "sunsubscribe":
+				// The notifier never unsubscribes: Redis did.
+				n.s.opts.logger.Info("redisstore: unsubscribed by Redis; subscribing again", "queue", n.s.queue, "channel", m.Channel)
+				n.drop(i, ps)
+				ps = nil
+			default:
+				if failing {
+					n.s.opts.logger.Info("redisstore: pub/sub is back", "queue", n.s.queue)
+					failing = false
+				}
 			}
 			n.notify()
 		case *redis.Message:
+			n.messages.Add(1)
 			n.notify()
 		}
 	}

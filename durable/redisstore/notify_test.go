@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -94,11 +95,12 @@ func TestWakeupsNeverBlock(t *testing.T) {
 	require.True(t, woke(w, 5*time.Second))
 	now := redisNow(t, srv.client(t))
 	// Nobody reads w: a hundred new earliest messages.
+	before := a.wake.messages.Load()
 	for i := range 100 {
 		require.NoError(t, b.Enqueue(ctx, []durable.Message{msg(seqIDs("m", 100)[i], now.Add(time.Hour-time.Duration(i)*time.Second))}))
 	}
-	// The publications all reached the subscriber by now.
-	time.Sleep(300 * time.Millisecond)
+	require.Eventually(t, func() bool { return a.wake.messages.Load()-before == 100 },
+		10*time.Second, time.Millisecond, "every publication reached the subscriber")
 	require.Len(t, w, 1)
 	<-w
 	assert.False(t, woke(w, 100*time.Millisecond), "one wake-up held, the others dropped")
@@ -116,4 +118,36 @@ func TestWakeupsAfterReconnect(t *testing.T) {
 	b := openStore(t, srv.client(t), "q", WithSafetyPoll(0))
 	require.NoError(t, b.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 	assert.True(t, woke(w, 5*time.Second), "notifications flow again")
+}
+
+// TestWakeupsBetweenUsersWithoutInfo runs two stores of a queue as two
+// Redis users, one of which may not run INFO: they agree on the kind of
+// channel (the server decides, in the scripts), and wake each other.
+func TestWakeupsBetweenUsersWithoutInfo(t *testing.T) {
+	srv := startRedis(t)
+	c := srv.client(t)
+	require.NoError(t, c.Do(ctx, "ACL", "SETUSER", "noinfo", "on", ">pw", "~*", "&*", "+@all", "-info").Err())
+	o := srv.options()
+	o.Username, o.Password = "noinfo", "pw"
+	c2 := redis.NewClient(o)
+	t.Cleanup(func() { _ = c2.Close() })
+	require.Error(t, c2.Info(ctx, "server").Err(), "INFO is denied")
+
+	a := openStore(t, c, "q", WithSafetyPoll(0))
+	b := openStore(t, c2, "q", WithSafetyPoll(0))
+	wa, wb := a.Wakeups(), b.Wakeups()
+	require.True(t, woke(wa, 5*time.Second))
+	require.True(t, woke(wb, 5*time.Second))
+	// Redis 7: both subscribed to the shard channel.
+	require.Eventually(t, func() bool {
+		n, err := c.PubSubShardNumSub(ctx, a.shards[0].channel()).Result()
+		return err == nil && n[a.shards[0].channel()] == 2
+	}, 5*time.Second, time.Millisecond)
+
+	now := redisNow(t, c)
+	require.NoError(t, b.Enqueue(ctx, []durable.Message{msg("from-b", now.Add(time.Hour))}))
+	assert.True(t, woke(wa, 5*time.Second), "a is woken by b")
+	require.True(t, woke(wb, 5*time.Second))
+	require.NoError(t, a.Enqueue(ctx, []durable.Message{msg("from-a", now.Add(time.Minute))}))
+	assert.True(t, woke(wb, 5*time.Second), "b is woken by a")
 }

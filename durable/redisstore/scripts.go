@@ -7,11 +7,17 @@ import "github.com/redis/go-redis/v9"
 //	KEYS[1] pending   sorted set: member prefix..ID, score due time (µs)
 //	KEYS[2] inflight  sorted set: member ID, score lease deadline (µs)
 //	KEYS[3] dead      sorted set: member prefix..ID, score time of death (µs)
-//	KEYS[4] meta      hash: ID -> "state|prefix|attempt|token"
+//	KEYS[4] meta      hash: ID -> "state|prefix|attempt|token|nonce"
 //	KEYS[5] payload   hash: ID -> payload
 //	KEYS[6] seq       counter of the order in which messages became pending or died
 //	KEYS[7] token     counter of fencing tokens
 //	KEYS[8] wake      pub/sub channel (a shard channel on Redis 7)
+//
+// The scripts publish with SPUBLISH if Redis is 7.0 or later, PUBLISH
+// otherwise, and decide it themselves (shardedTest), on the server: a
+// subscriber asks the server the same question (shardedScript) before it
+// subscribes, so publishers and subscribers always agree, whatever the
+// permissions of their Redis users.
 //
 // A script never builds a key name, so all of them hash to the slot of the
 // shard's tag, and a script is atomic on Redis Cluster too.
@@ -25,7 +31,12 @@ import "github.com/redis/go-redis/v9"
 // pending messages come out by due time to the nanosecond, then in the
 // order they became pending. In meta, state is p (pending), f (in flight)
 // or d (dead); prefix is the member's prefix in pending or dead, and - in
-// flight; token is the current lease's fencing token (0 if none).
+// flight; token is the current lease's fencing token (0 if none); nonce
+// is the random number of the Enqueue call that wrote the message, kept
+// whatever happens to it, so that the same call sent again (go-redis
+// retries a command whose reply was lost) finds its messages written and
+// leaves them alone. A meta without nonce (written before it existed)
+// reads as one with an empty nonce.
 //
 // Lua numbers are doubles: microseconds since 1970, seq and tokens are
 // integers below 2^53, exact, and are written with %.0f, never tostring,
@@ -34,6 +45,8 @@ import "github.com/redis/go-redis/v9"
 const prelude = `
 if redis.replicate_commands then redis.replicate_commands() end
 local P, F, D, M, B, S, T, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local PUB = 'PUBLISH'
+if ` + shardedTest + ` then PUB = 'SPUBLISH' end
 
 local function now_us()
   local t = redis.call('TIME')
@@ -52,9 +65,19 @@ end
 
 local function meta(raw)
   if not raw then return nil end
-  local st, pre, att, tok = string.match(raw, '^(%a)|([^|]*)|(%d+)|(%d+)$')
+  local st, pre, att, tok, rest = string.match(raw, '^(%a)|([^|]*)|(%d+)|(%d+)(.*)$')
   if not st then return nil end
-  return {st = st, pre = pre, att = tonumber(att), tok = tok}
+  local nonce = ''
+  if rest ~= '' then
+    nonce = string.match(rest, '^|(%x*)$')
+    if not nonce then return nil end
+  end
+  return {st = st, pre = pre, att = tonumber(att), tok = tok, nonce = nonce}
+end
+
+-- mkmeta is the meta of a message in state st, keeping the nonce of m.
+local function mkmeta(st, pre, att, tok, m)
+  return st .. '|' .. pre .. '|' .. att .. '|' .. tok .. '|' .. m.nonce
 end
 
 -- head returns the score of the first member of the sorted set key, or -1.
@@ -66,68 +89,93 @@ end
 
 -- notify publishes on the wake channel when the earliest pending message is
 -- now earlier than before: other processes may have armed a later timer.
-local function notify(cmd, before, after)
-  if cmd ~= '' and after >= 0 and (before < 0 or after < before) then
-    redis.call(cmd, W, num(after))
+local function notify(before, after)
+  if after >= 0 and (before < 0 or after < before) then
+    redis.call(PUB, W, num(after))
   end
 end
 `
 
+// shardedTest is the Lua condition on which the scripts publish with
+// SPUBLISH rather than PUBLISH: Redis 7.0 or later (REDIS_VERSION_NUM
+// appeared in 7.0, and is nil before).
+const shardedTest = `(redis.REDIS_VERSION_NUM ~= nil and redis.REDIS_VERSION_NUM >= 0x070000)`
+
+// shardedScript returns 1 if the scripts publish with SPUBLISH on the
+// server that runs it, 0 if with PUBLISH. Its one key is a wake channel,
+// so that on a cluster it runs on the node that owns the channel's slot.
+var shardedScript = redis.NewScript(`if ` + shardedTest + ` then return 1 end return 0`)
+
 // enqueueScript writes ARGV[2] messages as pending, replacing any message
-// of the same ID whatever its state. ARGV[1] is the publish command (or
-// empty), then each message is 4 arguments: ID, payload, due score (empty
-// for Redis's now) and the 4 digits of nanoseconds of the prefix.
+// of the same ID whatever its state, except one that ARGV[1], the nonce of
+// the Enqueue call, wrote already: this is the same call sent again. Each
+// message is 4 arguments: ID, payload, due score (empty for Redis's now)
+// and the 4 digits of nanoseconds of the prefix. No two messages of a call
+// have the same ID.
 var enqueueScript = redis.NewScript(prelude + `
+local nonce = ARGV[1]
 local n = tonumber(ARGV[2])
 local before = head(P)
 local now = -1
 local seq = redis.call('INCRBY', S, n) - n
+local new = {nonce = nonce}
 for i = 0, n - 1 do
   local a = 3 + 4 * i
   local id = ARGV[a]
-  local score = ARGV[a + 2]
-  if score == '' then
-    if now < 0 then now = now_us() end
-    score = num(now)
-  end
-  local m = meta(redis.call('HGET', M, id))
-  if m then
-    if m.st == 'p' then
-      redis.call('ZREM', P, m.pre .. id)
-    elseif m.st == 'f' then
-      redis.call('ZREM', F, id)
-    else
-      redis.call('ZREM', D, m.pre .. id)
-    end
-  end
   seq = seq + 1
-  local pre = prefix(ARGV[a + 3], seq)
-  redis.call('ZADD', P, score, pre .. id)
-  redis.call('HSET', M, id, 'p|' .. pre .. '|0|0')
-  redis.call('HSET', B, id, ARGV[a + 1])
+  local m = meta(redis.call('HGET', M, id))
+  if not (m and nonce ~= '' and m.nonce == nonce) then
+    local score = ARGV[a + 2]
+    if score == '' then
+      if now < 0 then now = now_us() end
+      score = num(now)
+    end
+    if m then
+      if m.st == 'p' then
+        redis.call('ZREM', P, m.pre .. id)
+      elseif m.st == 'f' then
+        redis.call('ZREM', F, id)
+      else
+        redis.call('ZREM', D, m.pre .. id)
+      end
+    end
+    local pre = prefix(ARGV[a + 3], seq)
+    redis.call('ZADD', P, score, pre .. id)
+    redis.call('HSET', M, id, mkmeta('p', pre, 0, 0, new))
+    redis.call('HSET', B, id, ARGV[a + 1])
+  end
 end
-notify(ARGV[1], before, head(P))
+notify(before, head(P))
 return n
 `)
 
 // claimScript leases up to ARGV[1] pending messages due by Redis's now,
-// earliest first, for ARGV[2] microseconds. It returns {now, deadline,
-// next due, next deadline, {ID, payload, attempt, token, due score,
-// nanoseconds, ...}}; a missing next due or deadline is -1.
+// earliest first, for ARGV[2] microseconds, stopping before the message
+// whose payload would take the payloads leased over ARGV[3] bytes (the
+// first is always leased). It returns {now, deadline, next due, next
+// deadline, {ID, payload, attempt, token, due score, nanoseconds, ...}}; a
+// missing next due or deadline is -1.
 var claimScript = redis.NewScript(prelude + `
 local now = now_us()
 local limit = tonumber(ARGV[1])
 local deadline = now + tonumber(ARGV[2])
+local maxbytes = tonumber(ARGV[3])
 local out = {}
 if limit > 0 then
   local due = redis.call('ZRANGEBYSCORE', P, '-inf', num(now), 'WITHSCORES', 'LIMIT', 0, limit)
-  local k = #due / 2
+  local members, ids = {}, {}
+  local bytes = 0
+  for i = 1, #due / 2 do
+    local member = due[2 * i - 1]
+    local id = string.sub(member, 21)
+    local size = redis.call('HSTRLEN', B, id)
+    if i > 1 and bytes + size > maxbytes then break end
+    bytes = bytes + size
+    members[i] = member
+    ids[i] = id
+  end
+  local k = #members
   if k > 0 then
-    local members, ids = {}, {}
-    for i = 1, k do
-      members[i] = due[2 * i - 1]
-      ids[i] = string.sub(members[i], 21)
-    end
     local metas = redis.call('HMGET', M, unpack(ids))
     local bodies = redis.call('HMGET', B, unpack(ids))
     redis.call('ZREM', P, unpack(members))
@@ -143,7 +191,7 @@ if limit > 0 then
         zargs[#zargs + 1] = dl
         zargs[#zargs + 1] = ids[i]
         hargs[#hargs + 1] = ids[i]
-        hargs[#hargs + 1] = 'f|-|' .. att .. '|' .. ts
+        hargs[#hargs + 1] = mkmeta('f', '-', att, ts, m)
         out[#out + 1] = ids[i]
         out[#out + 1] = bodies[i] or ''
         out[#out + 1] = att
@@ -173,27 +221,26 @@ redis.call('HDEL', B, id)
 return 1
 `)
 
-// retryScript ends the lease ARGV[3] of the in-flight message ARGV[2]: it
-// dies if its attempt is ARGV[5] or more, and is otherwise pending again
-// ARGV[4] microseconds from now. ARGV[1] is the publish command. It
-// returns 1 if the message died, 0 if it is pending, -1 if the lease is
-// lost.
+// retryScript ends the lease ARGV[2] of the in-flight message ARGV[1]: it
+// dies if its attempt is ARGV[4] or more, and is otherwise pending again
+// ARGV[3] microseconds from now. It returns 1 if the message died, 0 if it
+// is pending, -1 if the lease is lost.
 var retryScript = redis.NewScript(prelude + `
-local id = ARGV[2]
+local id = ARGV[1]
 local m = meta(redis.call('HGET', M, id))
-if not m or m.st ~= 'f' or m.tok ~= ARGV[3] then return -1 end
+if not m or m.st ~= 'f' or m.tok ~= ARGV[2] then return -1 end
 local now = now_us()
 redis.call('ZREM', F, id)
 local pre = prefix('1000', redis.call('INCR', S))
-if m.att >= tonumber(ARGV[5]) then
+if m.att >= tonumber(ARGV[4]) then
   redis.call('ZADD', D, num(now), pre .. id)
-  redis.call('HSET', M, id, 'd|' .. pre .. '|' .. m.att .. '|0')
+  redis.call('HSET', M, id, mkmeta('d', pre, m.att, 0, m))
   return 1
 end
 local before = head(P)
-redis.call('ZADD', P, num(now + tonumber(ARGV[4])), pre .. id)
-redis.call('HSET', M, id, 'p|' .. pre .. '|' .. m.att .. '|0')
-notify(ARGV[1], before, head(P))
+redis.call('ZADD', P, num(now + tonumber(ARGV[3])), pre .. id)
+redis.call('HSET', M, id, mkmeta('p', pre, m.att, 0, m))
+notify(before, head(P))
 return 0
 `)
 
@@ -224,95 +271,158 @@ redis.call('HDEL', B, id)
 return 1
 `)
 
-// requeueScript makes the dead message ARGV[2] pending, due at score
-// ARGV[3] (empty for now) with the nanoseconds ARGV[4], attempt 0. ARGV[1]
-// is the publish command. It returns 1, or 0 if no dead message has that
-// ID.
+// requeueScript makes the dead message ARGV[1] pending, due at score
+// ARGV[2] (empty for now) with the nanoseconds ARGV[3], attempt 0. It
+// returns 1, or 0 if no dead message has that ID.
 var requeueScript = redis.NewScript(prelude + `
-local id = ARGV[2]
+local id = ARGV[1]
 local m = meta(redis.call('HGET', M, id))
 if not m or m.st ~= 'd' then return 0 end
-local score = ARGV[3]
+local score = ARGV[2]
 if score == '' then score = num(now_us()) end
 local before = head(P)
 redis.call('ZREM', D, m.pre .. id)
-local pre = prefix(ARGV[4], redis.call('INCR', S))
+local pre = prefix(ARGV[3], redis.call('INCR', S))
 redis.call('ZADD', P, score, pre .. id)
-redis.call('HSET', M, id, 'p|' .. pre .. '|0|0')
-notify(ARGV[1], before, head(P))
+redis.call('HSET', M, id, mkmeta('p', pre, 0, 0, m))
+notify(before, head(P))
 return 1
 `)
 
-// reapScript ends up to ARGV[2] leases whose deadline has passed, earliest
-// first: a message whose attempt is ARGV[3] or more dies, the others are
-// pending again after ARGV[3+attempt] microseconds (the table's last entry
-// for a later attempt). ARGV[1] is the publish command. It returns {now,
-// returned, dead, next due, next deadline}.
+// reapScript ends up to ARGV[1] leases whose deadline has passed, earliest
+// first: a message whose attempt is ARGV[2] or more dies, the others are
+// pending again after a back-off. ARGV[3] says where the back-offs come
+// from:
+//
+//   - "zero": there is none, the messages are due at once;
+//   - "ask": the script reaps nothing if a lease it would end needs a
+//     back-off, and returns the attempt of each such lease, in order,
+//     for the caller to compute their back-offs and call again with them;
+//   - "given": ARGV[4], ARGV[5], ... are pairs of an attempt and a
+//     back-off in microseconds, each used once, by the leases of that
+//     attempt in order; the script stops at the first lease whose
+//     attempt has no back-off left (leases that expired since the "ask"
+//     call), leaving it and the later ones for the next call.
+//
+// It returns {now, returned, dead, next due, next deadline, {attempt,
+// ...}}, the attempts being those asked for ("ask" only; nothing is
+// written then).
 var reapScript = redis.NewScript(prelude + `
 local now = now_us()
-local limit = tonumber(ARGV[2])
-local maxa = tonumber(ARGV[3])
-local ntab = #ARGV - 3
+local limit = tonumber(ARGV[1])
+local maxa = tonumber(ARGV[2])
+local mode = ARGV[3]
 local returned, died = 0, 0
 local before = head(P)
 if limit > 0 then
   local ids = redis.call('ZRANGEBYSCORE', F, '-inf', num(now), 'LIMIT', 0, limit)
-  local k = #ids
-  if k > 0 then
+  if #ids > 0 then
     local metas = redis.call('HMGET', M, unpack(ids))
-    redis.call('ZREM', F, unpack(ids))
-    local seq = redis.call('INCRBY', S, k) - k
-    local pargs, dargs, hargs = {}, {}, {}
-    local snow = num(now)
-    for i = 1, k do
+    local ms = {}
+    local ask = {}
+    for i = 1, #ids do
       local m = meta(metas[i])
-      seq = seq + 1
-      if m and m.st == 'f' then
-        local pre = prefix('1000', seq)
-        if m.att >= maxa then
-          dargs[#dargs + 1] = snow
-          dargs[#dargs + 1] = pre .. ids[i]
-          hargs[#hargs + 1] = ids[i]
-          hargs[#hargs + 1] = 'd|' .. pre .. '|' .. m.att .. '|0'
-          died = died + 1
-        else
-          local delay = 0
-          if ntab > 0 then
-            local idx = m.att
-            if idx > ntab then idx = ntab end
-            if idx < 1 then idx = 1 end
-            delay = tonumber(ARGV[3 + idx])
-          end
-          pargs[#pargs + 1] = num(now + delay)
-          pargs[#pargs + 1] = pre .. ids[i]
-          hargs[#hargs + 1] = ids[i]
-          hargs[#hargs + 1] = 'p|' .. pre .. '|' .. m.att .. '|0'
-          returned = returned + 1
+      if m and m.st ~= 'f' then m = nil end
+      ms[i] = m
+      if m and m.att < maxa then ask[#ask + 1] = m.att end
+    end
+    if mode == 'ask' and #ask > 0 then
+      return {now, 0, 0, head(P), head(F), ask}
+    end
+    local backoffs, used = {}, {}
+    if mode == 'given' then
+      for j = 4, #ARGV - 1, 2 do
+        local q = backoffs[ARGV[j]]
+        if not q then
+          q = {}
+          backoffs[ARGV[j]] = q
         end
+        q[#q + 1] = tonumber(ARGV[j + 1])
       end
     end
-    if #pargs > 0 then redis.call('ZADD', P, unpack(pargs)) end
-    if #dargs > 0 then redis.call('ZADD', D, unpack(dargs)) end
-    if #hargs > 0 then redis.call('HSET', M, unpack(hargs)) end
+    -- The delay of each lease ended, or false for a death; k leases are
+    -- ended, in order.
+    local delays = {}
+    local k = 0
+    for i = 1, #ids do
+      local m = ms[i]
+      if m and m.att < maxa then
+        local delay = 0
+        if mode == 'given' then
+          local a = tostring(m.att)
+          local u = (used[a] or 0) + 1
+          local q = backoffs[a]
+          if not q or not q[u] then break end
+          used[a] = u
+          delay = q[u]
+        end
+        delays[i] = delay
+      else
+        delays[i] = false
+      end
+      k = i
+    end
+    if k > 0 then
+      local gone = {}
+      for i = 1, k do gone[i] = ids[i] end
+      redis.call('ZREM', F, unpack(gone))
+      local seq = redis.call('INCRBY', S, k) - k
+      local pargs, dargs, hargs = {}, {}, {}
+      local snow = num(now)
+      for i = 1, k do
+        local m = ms[i]
+        seq = seq + 1
+        if m then
+          local pre = prefix('1000', seq)
+          if delays[i] == false then
+            dargs[#dargs + 1] = snow
+            dargs[#dargs + 1] = pre .. ids[i]
+            hargs[#hargs + 1] = ids[i]
+            hargs[#hargs + 1] = mkmeta('d', pre, m.att, 0, m)
+            died = died + 1
+          else
+            pargs[#pargs + 1] = num(now + delays[i])
+            pargs[#pargs + 1] = pre .. ids[i]
+            hargs[#hargs + 1] = ids[i]
+            hargs[#hargs + 1] = mkmeta('p', pre, m.att, 0, m)
+            returned = returned + 1
+          end
+        end
+      end
+      if #pargs > 0 then redis.call('ZADD', P, unpack(pargs)) end
+      if #dargs > 0 then redis.call('ZADD', D, unpack(dargs)) end
+      if #hargs > 0 then redis.call('HSET', M, unpack(hargs)) end
+    end
   end
 end
-notify(ARGV[1], before, head(P))
-return {now, returned, died, head(P), head(F)}
+notify(before, head(P))
+return {now, returned, died, head(P), head(F), {}}
 `)
 
 // deadScript returns up to ARGV[2] dead messages from rank ARGV[1], in the
-// order they died: {ID, payload, time of death, ...}. It only reads.
+// order they died, stopping before the message whose payload would take
+// the payloads returned over ARGV[3] bytes (the first is always
+// returned). It returns {ended, {ID, payload, time of death, ...}}, ended
+// being 1 if no dead message follows the ones returned. It only reads.
 var deadScript = redis.NewScript(prelude + `
 local from = tonumber(ARGV[1])
-local r = redis.call('ZRANGE', D, from, from + tonumber(ARGV[2]) - 1, 'WITHSCORES')
+local count = tonumber(ARGV[2])
+local maxbytes = tonumber(ARGV[3])
+local r = redis.call('ZRANGE', D, from, from + count - 1, 'WITHSCORES')
 local out = {}
-for i = 1, #r / 2 do
+local bytes = 0
+local n = #r / 2
+for i = 1, n do
   local id = string.sub(r[2 * i - 1], 21)
+  local size = redis.call('HSTRLEN', B, id)
+  if i > 1 and bytes + size > maxbytes then return {0, out} end
+  bytes = bytes + size
   out[#out + 1] = id
   out[#out + 1] = redis.call('HGET', B, id) or ''
   out[#out + 1] = r[2 * i]
 end
-return out
+if n < count then return {1, out} end
+return {0, out}
 `)
 
 // statsScript returns {pending, in flight, dead, next due (-1 if none)}.

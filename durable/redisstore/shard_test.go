@@ -2,6 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -142,10 +145,10 @@ func TestShardsOnOneRedis(t *testing.T) {
 	a := openStore(t, srv.client(t), "q", WithShards(4))
 	b := openStore(t, srv.client(t), "q", WithShards(4))
 	testShards(t, a, b, redisNow(t, srv.client(t)))
-	keys, err := srv.client(t).Keys(ctx, "tw:*:pending").Result()
+	keys, err := srv.client(t).Keys(ctx, "tw:*pending").Result()
 	require.NoError(t, err)
 	sort.Strings(keys)
-	assert.Equal(t, []string{"tw:{q:0}:pending", "tw:{q:1}:pending", "tw:{q:2}:pending", "tw:{q:3}:pending"}, keys)
+	assert.Equal(t, []string{"tw:{q:0}#pending", "tw:{q:1}#pending", "tw:{q:2}#pending", "tw:{q:3}#pending"}, keys)
 }
 
 func TestShardsWakeups(t *testing.T) {
@@ -309,4 +312,141 @@ func testClusterQueue(t *testing.T, newClient func() *redis.ClusterClient) {
 	st, err := producer.Stats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, durable.Stats{}, st)
+}
+
+// TestQueuesOfShardNamesDoNotShareKeys runs queue "orders" of two shards
+// next to queues "orders:0" and "orders:1", whose names are the hash tags
+// of its shards: each queue sees its own messages only, and no key is
+// shared.
+func TestQueuesOfShardNamesDoNotShareKeys(t *testing.T) {
+	srv := startRedis(t)
+	c := srv.client(t)
+	stores := map[string]*Store{
+		"orders":   openStore(t, c, "orders", WithShards(2)),
+		"orders:0": openStore(t, c, "orders:0"),
+		"orders:1": openStore(t, c, "orders:1"),
+	}
+	for name, s := range stores {
+		var msgs []durable.Message
+		for i := range 10 {
+			msgs = append(msgs, msg(fmt.Sprintf("%s/%d", name, i), time.Time{}))
+		}
+		require.NoError(t, s.Enqueue(ctx, msgs))
+	}
+	for name, s := range stores {
+		st, err := s.Stats(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 10, st.Pending, name)
+		ls := claimAll(t, s, time.Minute)
+		require.Len(t, ls, 10, name)
+		for _, l := range ls {
+			assert.True(t, strings.HasPrefix(l.ID, name+"/"), "queue %s delivered %s", name, l.ID)
+		}
+	}
+	seen := map[string]string{}
+	for name, s := range stores {
+		for _, sh := range s.shards {
+			for _, k := range sh.keys {
+				assert.Empty(t, seen[k], "%s is a key of %s and %s", k, seen[k], name)
+				seen[k] = name
+			}
+		}
+	}
+	// The layout check still tells shard counts apart.
+	_, err := New(c, "orders", WithShards(3))
+	require.ErrorIs(t, err, ErrShardCount)
+	_, err = New(c, "orders:0", WithShards(2))
+	require.ErrorIs(t, err, ErrShardCount)
+}
+
+// TestClusterWakeupsAfterSlotMigration moves the slot of a queue's wake
+// channel to another master of a Redis Cluster: Redis unsubscribes the
+// store, which subscribes again on the slot's new node, waking, and new
+// earliest messages wake it again.
+func TestClusterWakeupsAfterSlotMigration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis Cluster")
+	}
+	addrs := startCluster(t, 3)
+	newClient := func() *redis.ClusterClient {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	cc := newClient()
+	var logs syncBuffer
+	a := openStore(t, cc, "q", WithSafetyPoll(0), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	b := openStore(t, newClient(), "q", WithSafetyPoll(0))
+	w := a.Wakeups()
+	require.True(t, woke(w, 5*time.Second))
+	now := redisNow(t, cc)
+	require.NoError(t, b.Enqueue(ctx, []durable.Message{msg("m1", now.Add(time.Hour))}))
+	require.True(t, woke(w, 5*time.Second), "before the migration")
+
+	// Move the slot: importing on dst, migrating on src, the keys, then
+	// the slot's owner on every node, dst first.
+	channel := a.shards[0].channel()
+	nodes := map[string]*redis.Client{}
+	nodeIDs := map[string]string{}
+	for _, addr := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { _ = c.Close() })
+		nodes[addr] = c
+		id, err := c.ClusterMyID(ctx).Result()
+		require.NoError(t, err)
+		nodeIDs[addr] = id
+	}
+	owner, err := cc.MasterForKey(ctx, channel)
+	require.NoError(t, err)
+	src := owner.Options().Addr
+	var dst string
+	for _, addr := range addrs {
+		if addr != src {
+			dst = addr
+			break
+		}
+	}
+	slot, err := nodes[src].ClusterKeySlot(ctx, channel).Result()
+	require.NoError(t, err)
+	t.Logf("moving slot %d from %s to %s", slot, src, dst)
+	require.NoError(t, nodes[dst].Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", nodeIDs[src]).Err())
+	require.NoError(t, nodes[src].Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", nodeIDs[dst]).Err())
+	keys, err := nodes[src].ClusterGetKeysInSlot(ctx, int(slot), 100).Result()
+	require.NoError(t, err)
+	require.NotEmpty(t, keys)
+	host, port, err := net.SplitHostPort(dst)
+	require.NoError(t, err)
+	args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	for len(w) > 0 {
+		<-w
+	}
+	require.NoError(t, nodes[src].Do(ctx, args...).Err())
+	order := []string{dst, src}
+	for _, addr := range addrs {
+		if addr != src && addr != dst {
+			order = append(order, addr)
+		}
+	}
+	for _, addr := range order {
+		require.NoError(t, nodes[addr].Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", nodeIDs[dst]).Err())
+	}
+
+	// Unsubscribed by src, the store subscribes on dst.
+	require.True(t, woke(w, 10*time.Second), "the unsubscription and the new subscription wake")
+	require.Eventually(t, func() bool {
+		n, err := nodes[dst].PubSubShardNumSub(ctx, channel).Result()
+		return err == nil && n[channel] == 1
+	}, 10*time.Second, 10*time.Millisecond, "subscribed on the slot's new node")
+	for len(w) > 0 {
+		<-w
+	}
+	st, err := b.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Pending, "the message moved with the slot")
+	require.NoError(t, b.Enqueue(ctx, []durable.Message{msg("m0", now.Add(time.Minute))}))
+	require.True(t, woke(w, 5*time.Second), "a new earliest message after the slot moved wakes")
+	assert.Contains(t, logs.String(), "unsubscribed by Redis", "store a's log")
 }

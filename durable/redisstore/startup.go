@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -74,29 +72,6 @@ func (s *Store) checkEviction(ctx context.Context) error {
 func isRedisError(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re) && !errors.Is(err, redis.Nil)
-}
-
-// publishCommand returns the command the scripts publish with: SPUBLISH,
-// whose shard channels stay within the node that owns the slot, on Redis
-// 7 or later, PUBLISH before. A Redis that hides its version gets PUBLISH,
-// which works everywhere.
-func publishCommand(ctx context.Context, c redis.UniversalClient) string {
-	info, err := c.Info(ctx, "server").Result()
-	if err != nil {
-		return "PUBLISH"
-	}
-	for line := range strings.SplitSeq(info, "\n") {
-		v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:")
-		if !ok {
-			continue
-		}
-		major, _, _ := strings.Cut(v, ".")
-		if n, err := strconv.Atoi(major); err == nil && n >= 7 {
-			return "SPUBLISH"
-		}
-		break
-	}
-	return "PUBLISH"
 }
 
 // checkLayout records the shard count of the queue the first time, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,10 +30,12 @@ const (
 	maxEnqueueBytes  = 4 << 20
 	// maxDeadPage is the most dead letters one script reads.
 	maxDeadPage = 1000
-	// maxBackoffTable is the most back-off delays Reap passes to its
-	// script: attempts after the last get its delay.
-	maxBackoffTable = 64
 )
+
+// maxReadBytes is about the most payload bytes a Claim returns, and a
+// script of Claim or DeadLetters reads: it stops before the message that
+// would take it over, unless that is its first. A variable for the tests.
+var maxReadBytes int64 = 4 << 20
 
 var (
 	// ErrUnsafeEviction is returned by New when Redis's maxmemory-policy
@@ -55,8 +58,6 @@ type Store struct {
 	opts    options
 	shards  []shard
 	cluster bool
-	// pub is the publish command the scripts use (SPUBLISH or PUBLISH).
-	pub string
 
 	rr     atomic.Uint64 // rotates the first shard of Claim and Reap
 	closed atomic.Bool
@@ -89,9 +90,7 @@ func New(client redis.UniversalClient, queue string, opts ...Option) (*Store, er
 	}
 	s := &Store{client: client, queue: queue, opts: o}
 	_, s.cluster = client.(*redis.ClusterClient)
-	for _, tag := range shardTags(queue, o.shards) {
-		s.shards = append(s.shards, newShard(tag))
-	}
+	s.shards = newShards(queue, o.shards)
 	s.wake.init(s)
 
 	ctx, cancel := context.WithTimeout(context.Background(), o.startTimeout)
@@ -105,7 +104,6 @@ func New(client redis.UniversalClient, queue string, opts ...Option) (*Store, er
 	if err := s.checkLayout(ctx); err != nil {
 		return nil, err
 	}
-	s.pub = publishCommand(ctx, client)
 	return s, nil
 }
 
@@ -135,6 +133,11 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, sh int, args ...any) 
 // batch (more than 500 messages or 4 MiB) or one over several shards,
 // with a MULTI/EXEC transaction of several. With shards on Redis Cluster,
 // the batch is atomic within each shard only (see WithShards).
+//
+// Each call has a random nonce, stored with the messages it writes: if
+// go-redis sends the call again because its reply was lost, the messages
+// already written are left as they are, even if a consumer has claimed
+// one meanwhile (see the package documentation).
 func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 	if s.closed.Load() {
 		return durable.ErrClosed
@@ -147,6 +150,8 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 			return err
 		}
 	}
+	msgs = lastOfEachID(msgs)
+	nonce := fmt.Sprintf("%016x", rand.Uint64())
 	// The script calls of each shard, the messages in their order.
 	calls := make([][]*enqueueCall, len(s.shards))
 	ncalls := 0
@@ -155,7 +160,7 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 		sh := shardOf(m.ID, len(s.shards))
 		cs := calls[sh]
 		if len(cs) == 0 || !cs[len(cs)-1].fits(len(m.Payload)) {
-			cs = append(cs, &enqueueCall{args: []any{s.pub, 0}})
+			cs = append(cs, &enqueueCall{args: []any{nonce, 0}})
 			calls[sh] = cs
 			ncalls++
 		}
@@ -181,9 +186,32 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 	}))
 }
 
+// lastOfEachID returns msgs without the messages that a later one of the
+// same ID replaces: writing them would change nothing in the end, and
+// every ID is written once by a call, which the nonce requires.
+func lastOfEachID(msgs []durable.Message) []durable.Message {
+	if len(msgs) == 1 {
+		return msgs
+	}
+	last := make(map[string]int, len(msgs))
+	for i := range msgs {
+		last[msgs[i].ID] = i
+	}
+	if len(last) == len(msgs) {
+		return msgs
+	}
+	out := make([]durable.Message, 0, len(last))
+	for i := range msgs {
+		if last[msgs[i].ID] == i {
+			out = append(out, msgs[i])
+		}
+	}
+	return out
+}
+
 // An enqueueCall is the arguments of one call of the enqueue script.
 type enqueueCall struct {
-	args     []any // ARGV: publish command, count, then 4 per message
+	args     []any // ARGV: nonce, count, then 4 per message
 	n, bytes int   // messages and payload bytes
 }
 
@@ -269,7 +297,7 @@ func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
 // microsecond.
 func (s *Store) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int) (bool, error) {
 	r, err := s.run(ctx, retryScript, shardOf(id, len(s.shards)),
-		s.pub, id, tokenString(token), micros(after), maxAttempts)
+		id, tokenString(token), micros(after), maxAttempts)
 	if err != nil {
 		return false, wrap("retry", err)
 	}
@@ -298,7 +326,7 @@ func (s *Store) Extend(ctx context.Context, id string, token uint64, by time.Dur
 // Requeue implements durable.Store.
 func (s *Store) Requeue(ctx context.Context, id string, due time.Time) error {
 	score, sub := dueArgs(due)
-	r, err := s.run(ctx, requeueScript, shardOf(id, len(s.shards)), s.pub, id, score, sub)
+	r, err := s.run(ctx, requeueScript, shardOf(id, len(s.shards)), id, score, sub)
 	if err != nil {
 		return wrap("requeue", err)
 	}
@@ -345,8 +373,10 @@ func (s *Store) Stats(ctx context.Context) (durable.Stats, error) {
 }
 
 // DeadLetters implements durable.Store. A message's Due is the time it
-// died, on Redis's clock. With shards, the lists of the shards are merged
-// by time of death.
+// died, on Redis's clock. It reads the dead messages by pages of up to
+// 1000 messages and about 4 MiB of payloads (one script call each), which
+// together are not atomic. With shards, the lists of the shards are
+// merged by time of death.
 func (s *Store) DeadLetters(ctx context.Context, limit int) ([]durable.Message, error) {
 	if s.closed.Load() {
 		return nil, durable.ErrClosed
@@ -362,11 +392,19 @@ func (s *Store) DeadLetters(ctx context.Context, limit int) ([]durable.Message, 
 	err := s.parallel(func(sh int) error {
 		for len(lists[sh]) < limit {
 			page := min(limit-len(lists[sh]), maxDeadPage)
-			r, err := s.run(ctx, deadScript, sh, len(lists[sh]), page)
+			r, err := s.run(ctx, deadScript, sh, len(lists[sh]), page, maxReadBytes)
 			if err != nil {
 				return err
 			}
-			a, err := replyArray(r, -1)
+			reply, err := replyArray(r, 2)
+			if err != nil {
+				return err
+			}
+			ended, err := replyInt(reply[0])
+			if err != nil {
+				return err
+			}
+			a, err := replyArray(reply[1], -1)
 			if err != nil {
 				return err
 			}
@@ -382,7 +420,7 @@ func (s *Store) DeadLetters(ctx context.Context, limit int) ([]durable.Message, 
 				}
 				lists[sh] = append(lists[sh], dead{durable.Message{ID: id, Payload: body, Due: time.UnixMicro(us)}, us})
 			}
-			if len(a) < 3*page {
+			if ended == 1 || len(a) == 0 {
 				break
 			}
 		}

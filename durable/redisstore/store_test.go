@@ -2,10 +2,13 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -219,6 +222,92 @@ func TestUpsertInFlightRevokesLease(t *testing.T) {
 	require.NoError(t, s.Ack(ctx, "a", second[0].Token))
 }
 
+// TestEnqueueSentAgainKeepsALeaseTakenMeanwhile sends an Enqueue call
+// again, as go-redis does when the reply of a command is lost, after a
+// consumer claimed its message: the second send changes nothing, and the
+// lease holds. The same for a batch over two shards, which is a MULTI/EXEC
+// transaction.
+func TestEnqueueSentAgainKeepsALeaseTakenMeanwhile(t *testing.T) {
+	srv := startRedis(t)
+	c := srv.client(t)
+	for _, shards := range []int{1, 2} {
+		queue := fmt.Sprintf("q%d", shards)
+		producer := openStore(t, c, queue, WithShards(shards))
+		consumer := openStore(t, srv.client(t), queue, WithShards(shards))
+		var msgs []durable.Message
+		for sh := range shards {
+			msgs = append(msgs, msg(idsOfShard("a", shards, sh, 1)[0], time.Time{}))
+		}
+		var leases []durable.Lease
+		again := func() {
+			leases = waitClaim(t, consumer, time.Minute, len(msgs))
+		}
+		var armed atomic.Bool
+		armed.Store(true)
+		if shards == 1 {
+			require.NoError(t, producer.Enqueue(ctx, []durable.Message{msg("warm-up", time.Now().Add(time.Hour))}))
+			c.AddHook(cmdHook(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+				err := next(ctx, cmd)
+				if err == nil && isScript(cmd, enqueueScript) && armed.CompareAndSwap(true, false) {
+					again()
+					err = next(ctx, cmd)
+				}
+				return err
+			}))
+		} else {
+			c.AddHook(pipelineHook(func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+				err := next(ctx, cmds)
+				if err == nil && armed.CompareAndSwap(true, false) {
+					again()
+					err = next(ctx, cmds)
+				}
+				return err
+			}))
+		}
+		require.NoError(t, producer.Enqueue(ctx, msgs))
+		require.False(t, armed.Load(), "sent again")
+		require.Len(t, leases, len(msgs))
+		st, err := producer.Stats(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, len(msgs), st.InFlight, "%d shards", shards)
+		for _, l := range leases {
+			require.NoError(t, consumer.Ack(ctx, l.ID, l.Token), "%d shards: the lease holds", shards)
+		}
+
+		// A new call of the same message replaces it, as ever.
+		require.NoError(t, producer.Enqueue(ctx, msgs[:1]))
+		ls := waitClaim(t, consumer, time.Minute, 1)
+		require.NoError(t, producer.Enqueue(ctx, msgs[:1]))
+		assert.ErrorIs(t, consumer.Ack(ctx, ls[0].ID, ls[0].Token), durable.ErrLeaseLost)
+	}
+}
+
+// TestEnqueueSameIDTwiceInOneCall checks that the last of the messages of
+// an ID in one Enqueue wins, in its place, also across the script calls
+// of a large batch.
+func TestEnqueueSameIDTwiceInOneCall(t *testing.T) {
+	s, _, _ := newTestStore(t)
+	require.NoError(t, s.Enqueue(ctx, []durable.Message{
+		{ID: "a", Payload: []byte("first")}, {ID: "b"}, {ID: "a", Payload: []byte("last")},
+	}))
+	ls := claimAll(t, s, time.Minute)
+	require.Equal(t, []string{"b", "a"}, ids(ls))
+	assert.Equal(t, "last", string(ls[1].Payload))
+
+	msgs := make([]durable.Message, 0, 2*maxEnqueueScript)
+	for _, id := range seqIDs("m", 2*maxEnqueueScript-1) {
+		msgs = append(msgs, msg(id, time.Time{}))
+	}
+	msgs[0].Payload = []byte("first")
+	msgs = append(msgs, durable.Message{ID: msgs[0].ID, Payload: []byte("last")})
+	require.NoError(t, s.Enqueue(ctx, msgs))
+	ls = claimAll(t, s, time.Minute)
+	require.Len(t, ls, len(msgs)-1)
+	last := ls[len(ls)-1]
+	assert.Equal(t, msgs[0].ID, last.ID)
+	assert.Equal(t, "last", string(last.Payload))
+}
+
 func TestTokensNeverReused(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	var last uint64
@@ -350,7 +439,11 @@ func TestReapBackoffAndDeath(t *testing.T) {
 		asked = nil
 		r, err := s.Reap(ctx, 10, policy)
 		require.NoError(t, err)
-		assert.Equal(t, []int{1, 2}, asked, "Backoff(1..MaxAttempts-1)")
+		if attempt < 3 {
+			assert.Equal(t, []int{attempt}, asked, "Backoff of the expired lease's attempt")
+		} else {
+			assert.Empty(t, asked, "no Backoff for a message that dies")
+		}
 		if attempt < 3 {
 			assert.Equal(t, durable.Reaped{Returned: 1, Now: r.Now, NextDue: r.Now.Add(time.Duration(attempt) * 20 * time.Millisecond)}, r)
 		} else {

@@ -365,12 +365,11 @@ func (s *BoltStore) Cancel(ctx context.Context, id string) (found bool, err erro
 }
 
 // Claim implements Store.
-func (s *BoltStore) Claim(ctx context.Context, limit int, lease time.Duration) (c Claimed, err error) {
+func (s *BoltStore) Claim(ctx context.Context, limit int, lease, ahead time.Duration) (c Claimed, err error) {
 	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
 		c = Claimed{} // fn may run twice (see runBatch)
 		now := s.now()
-		deadline := addDuration(now, lease)
-		_, ids := due(t.pending, now, limit)
+		_, ids := due(t.pending, addDuration(now, max(ahead, 0)), limit)
 		for _, id := range ids {
 			r, err := t.get(string(id))
 			if err != nil {
@@ -388,6 +387,7 @@ func (s *BoltStore) Claim(ctx context.Context, limit int, lease time.Duration) (
 			}
 			r.attempt++
 			r.token = token
+			deadline := addDuration(max(now, r.due), lease)
 			if err := t.place(string(id), r, stateInflight, deadline); err != nil {
 				return false, err
 			}

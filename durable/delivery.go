@@ -19,15 +19,18 @@ type Delivery struct {
 
 	token uint64
 	q     *Queue
+	dueAt time.Time // Due on the queue's clock, when it may be handed out
 }
 
 func (q *Queue) delivery(storeNow time.Time, l Lease) *Delivery {
+	now := q.clock.Now()
 	return &Delivery{
 		Message:  l.Message,
 		Attempt:  l.Attempt,
-		Deadline: q.clock.Now().Add(l.Deadline.Sub(storeNow)),
+		Deadline: now.Add(l.Deadline.Sub(storeNow)),
 		token:    l.Token,
 		q:        q,
+		dueAt:    now.Add(l.Due.Sub(storeNow)),
 	}
 }
 

@@ -11,7 +11,10 @@
 //	                  expiry + back-off
 //
 // Receive blocks until a message is due and leases it for the visibility
-// timeout (WithVisibilityTimeout). The consumer acks the delivery when
+// timeout (WithVisibilityTimeout), counted from the due time. It takes the
+// lease up to 50ms before the due time, so that the store's write (an
+// fsync) is done by then, and hands the message out at its due time. The
+// consumer acks the delivery when
 // done; if it fails it calls Retry, and if it dies or stalls the lease
 // expires. Either way the message is delivered again after a back-off
 // (WithBackoff), with Attempt one higher, until WithMaxAttempts attempts

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,7 +45,7 @@ func TestFailingOpDoesNotFailItsBatch(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	require.NoError(t, s.Enqueue(ctx, []Message{{ID: "a"}, {ID: "b"}}))
-	c, err := s.Claim(ctx, 2, 1e9)
+	c, err := s.Claim(ctx, 2, time.Second, 0)
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 2)
 	var wg sync.WaitGroup

@@ -473,3 +473,55 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestClaimedAheadButHandedOutAtDue(t *testing.T) {
+	q, mock, _ := testQueue(t)
+	ctx := context.Background()
+	due := mock.Now().Add(claimAhead / 2)
+	require.NoError(t, q.Enqueue(ctx, Message{ID: "a", Due: due}))
+
+	// A Receive whose context ends while it holds the lease...
+	noneDue(t, q)
+	assert.Equal(t, 1, stats(t, q).InFlight, "claimed ahead of its due time")
+	// ...leaves it to the next Receive, which hands it out at its due time.
+	got := waitingReceive(t, q)
+	mock.Add(claimAhead/2 - time.Nanosecond)
+	select {
+	case <-got:
+		t.Fatalf("handed out %v before its due time", due.Sub(mock.Now()))
+	default:
+	}
+	mock.Add(time.Nanosecond)
+	select {
+	case d := <-got:
+		assert.Equal(t, "a", d.ID)
+		assert.Equal(t, 1, d.Attempt, "holding it did not use an attempt")
+		assert.False(t, mock.Now().Before(d.Due))
+		assert.True(t, d.Deadline.Equal(due.Add(30*time.Second)), "the lease runs from the due time: %v", d.Deadline)
+		require.NoError(t, d.Ack(ctx))
+	case <-time.After(5 * time.Second):
+		t.Fatal("not handed out at its due time")
+	}
+	assert.Equal(t, Stats{}, stats(t, q))
+}
+
+func TestBoltStoreClaimAhead(t *testing.T) {
+	mock := clock.NewMock()
+	s, err := OpenBoltStore(filepath.Join(t.TempDir(), "q.db"), WithClock(mock))
+	require.NoError(t, err)
+	defer s.Close()
+	ctx := context.Background()
+	now := mock.Now()
+	require.NoError(t, s.Enqueue(ctx, []Message{
+		{ID: "now"}, {ID: "soon", Due: now.Add(40 * time.Millisecond)}, {ID: "later", Due: now.Add(60 * time.Millisecond)},
+	}))
+	c, err := s.Claim(ctx, 10, time.Second, 50*time.Millisecond)
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 2)
+	assert.Equal(t, "now", c.Leases[0].ID)
+	assert.True(t, c.Leases[0].Deadline.Equal(now.Add(time.Second)))
+	assert.Equal(t, "soon", c.Leases[1].ID)
+	assert.True(t, c.Leases[1].Deadline.Equal(now.Add(40*time.Millisecond+time.Second)), "deadline from the due time")
+	assert.True(t, c.NextDue.Equal(now.Add(60*time.Millisecond)))
+	assert.True(t, c.NextDeadline.Equal(now.Add(time.Second)))
+}

@@ -43,11 +43,14 @@ type Store interface {
 	// message is in flight.
 	Cancel(ctx context.Context, id string) (bool, error)
 
-	// Claim leases up to limit pending messages whose due time has come,
+	// Claim leases up to limit pending messages due by now+ahead,
 	// earliest first: for each one, it adds one to its attempt number,
 	// gives it a new fencing token, greater than any it had, and makes it
-	// in flight until now+lease.
-	Claim(ctx context.Context, limit int, lease time.Duration) (Claimed, error)
+	// in flight until lease after its due time or now, whichever is later.
+	// A Queue claims a little ahead (see
+	// Receive) so that no write stands between a due time and its
+	// delivery; it hands a message out at its due time, never before.
+	Claim(ctx context.Context, limit int, lease, ahead time.Duration) (Claimed, error)
 
 	// Ack deletes the in-flight message id if token is its current lease's
 	// token, and otherwise returns ErrLeaseLost and changes nothing. The

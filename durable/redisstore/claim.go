@@ -34,16 +34,16 @@ type result struct {
 // but others leased messages, Claim returns those, with NextDue and
 // NextDeadline at Now, so that the caller comes back soon; if no shard
 // leased any, it returns the error.
-func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) (durable.Claimed, error) {
+func (s *Store) Claim(ctx context.Context, limit int, lease, ahead time.Duration) (durable.Claimed, error) {
 	if s.closed.Load() {
 		return durable.Claimed{}, durable.ErrClosed
 	}
 	limit = max(0, min(limit, MaxClaim))
-	us := micros(lease)
+	us, aheadUS := micros(lease), micros(max(ahead, 0))
 	rs, failed, err := s.rounds(limit, maxReadBytes, func(sh, n int, bytes int64) (result, error) {
-		return s.claimShard(ctx, sh, n, us, bytes)
+		return s.claimShard(ctx, sh, n, us, aheadUS, bytes)
 	}, func(r result) bool {
-		return r.nextDue >= 0 && r.nextDue <= r.now
+		return r.nextDue >= 0 && r.nextDue <= r.now+aheadUS
 	})
 	if err != nil {
 		return durable.Claimed{}, wrap("claim", err)
@@ -59,8 +59,8 @@ func (s *Store) Claim(ctx context.Context, limit int, lease time.Duration) (dura
 	return c, nil
 }
 
-func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, bytes int64) (result, error) {
-	r, err := s.run(ctx, claimScript, sh, limit, lease, max(bytes, 1))
+func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, ahead, bytes int64) (result, error) {
+	r, err := s.run(ctx, claimScript, sh, limit, lease, max(bytes, 1), ahead)
 	if err != nil {
 		return result{}, err
 	}
@@ -98,7 +98,7 @@ func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, bytes int6
 			Message:  durable.Message{ID: id, Payload: body, Due: dueTime(nums[2], nums[3])},
 			Attempt:  int(nums[0]),
 			Token:    uint64(nums[1]),
-			Deadline: time.UnixMicro(res.deadline),
+			Deadline: time.UnixMicro(max(nums[2], res.now) + lease),
 		})
 		res.bytes += int64(len(body))
 	}

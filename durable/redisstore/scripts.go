@@ -149,20 +149,23 @@ notify(before, head(P))
 return n
 `)
 
-// claimScript leases up to ARGV[1] pending messages due by Redis's now,
-// earliest first, for ARGV[2] microseconds, stopping before the message
-// whose payload would take the payloads leased over ARGV[3] bytes (the
-// first is always leased). It returns {now, deadline, next due, next
-// deadline, {ID, payload, attempt, token, due score, nanoseconds, ...}}; a
-// missing next due or deadline is -1.
+// claimScript leases up to ARGV[1] pending messages due by Redis's now
+// plus ARGV[4] microseconds, earliest first, each until ARGV[2]
+// microseconds after its due time or now, whichever is later, stopping
+// before the message whose payload would take the payloads leased over
+// ARGV[3] bytes (the first is always leased). It returns {now, now+lease,
+// next due, next deadline, {ID, payload, attempt, token, due score,
+// nanoseconds, ...}}; a missing next due or deadline is -1.
 var claimScript = redis.NewScript(prelude + `
 local now = now_us()
 local limit = tonumber(ARGV[1])
-local deadline = now + tonumber(ARGV[2])
+local lease = tonumber(ARGV[2])
+local deadline = now + lease
 local maxbytes = tonumber(ARGV[3])
+local horizon = now + tonumber(ARGV[4])
 local out = {}
 if limit > 0 then
-  local due = redis.call('ZRANGEBYSCORE', P, '-inf', num(now), 'WITHSCORES', 'LIMIT', 0, limit)
+  local due = redis.call('ZRANGEBYSCORE', P, '-inf', num(horizon), 'WITHSCORES', 'LIMIT', 0, limit)
   local members, ids = {}, {}
   local bytes = 0
   for i = 1, #due / 2 do
@@ -180,7 +183,6 @@ if limit > 0 then
     local bodies = redis.call('HMGET', B, unpack(ids))
     redis.call('ZREM', P, unpack(members))
     local tok = redis.call('INCRBY', T, k) - k
-    local dl = num(deadline)
     local zargs, hargs = {}, {}
     for i = 1, k do
       local m = meta(metas[i])
@@ -188,7 +190,7 @@ if limit > 0 then
         tok = tok + 1
         local ts = num(tok)
         local att = m.att + 1
-        zargs[#zargs + 1] = dl
+        zargs[#zargs + 1] = num(math.max(tonumber(due[2 * i]), now) + lease)
         zargs[#zargs + 1] = ids[i]
         hargs[#hargs + 1] = ids[i]
         hargs[#hargs + 1] = mkmeta('f', '-', att, ts, m)

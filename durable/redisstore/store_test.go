@@ -22,7 +22,7 @@ func TestEnqueueClaimAck(t *testing.T) {
 	before := redisNow(t, c)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 
-	cl, err := s.Claim(ctx, 10, 30*time.Second)
+	cl, err := s.Claim(ctx, 10, 30*time.Second, 0)
 	require.NoError(t, err)
 	require.Len(t, cl.Leases, 1)
 	l := cl.Leases[0]
@@ -126,7 +126,7 @@ func TestNeverClaimedBeforeDue(t *testing.T) {
 	due := redisNow(t, c).Add(150*time.Millisecond + 123*time.Nanosecond)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", due), msg("later", due.Add(time.Hour))}))
 	for {
-		cl, err := s.Claim(ctx, 10, time.Minute)
+		cl, err := s.Claim(ctx, 10, time.Minute, 0)
 		require.NoError(t, err)
 		if len(cl.Leases) == 0 {
 			require.True(t, cl.Now.Before(due), "nothing claimed at %v, due %v", cl.Now, due)
@@ -494,17 +494,17 @@ func TestClaimLimit(t *testing.T) {
 		msgs = append(msgs, msg(id, time.Time{}))
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	c, err := s.Claim(ctx, 0, time.Minute)
+	c, err := s.Claim(ctx, 0, time.Minute, 0)
 	require.NoError(t, err)
 	assert.Empty(t, c.Leases)
 	assert.False(t, c.NextDue.After(c.Now))
-	c, err = s.Claim(ctx, 7, time.Minute)
+	c, err = s.Claim(ctx, 7, time.Minute, 0)
 	require.NoError(t, err)
 	assert.Len(t, c.Leases, 7)
-	c, err = s.Claim(ctx, 1_000_000, time.Minute)
+	c, err = s.Claim(ctx, 1_000_000, time.Minute, 0)
 	require.NoError(t, err)
 	assert.Len(t, c.Leases, MaxClaim)
-	c, err = s.Claim(ctx, 1_000_000, time.Minute)
+	c, err = s.Claim(ctx, 1_000_000, time.Minute, 0)
 	require.NoError(t, err)
 	assert.Len(t, c.Leases, n-MaxClaim-7)
 	assert.True(t, c.NextDue.IsZero())
@@ -649,7 +649,7 @@ func TestClosed(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close())
 	assert.ErrorIs(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}), durable.ErrClosed)
-	_, err := s.Claim(ctx, 1, time.Second)
+	_, err := s.Claim(ctx, 1, time.Second, 0)
 	assert.ErrorIs(t, err, durable.ErrClosed)
 	assert.ErrorIs(t, s.Ack(ctx, "a", 1), durable.ErrClosed)
 	_, err = s.Retry(ctx, "a", 1, 0, 1)
@@ -721,6 +721,30 @@ func TestRedisDown(t *testing.T) {
 	err := s.Enqueue(short, []durable.Message{msg("a", time.Time{})})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "redisstore: enqueue")
-	_, err = s.Claim(short, 1, time.Second)
+	_, err = s.Claim(short, 1, time.Second, 0)
 	require.Error(t, err)
+}
+
+// TestClaimAhead claims what is due within the horizon, each lease running
+// from its message's due time, and leaves what is due after it.
+func TestClaimAhead(t *testing.T) {
+	s, c, _ := newTestStore(t)
+	now := redisNow(t, c)
+	soon, later := now.Add(30*time.Second), now.Add(2*time.Minute)
+	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("now", time.Time{}), msg("soon", soon), msg("later", later)}))
+
+	cl, err := s.Claim(ctx, 10, time.Second, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, cl.Leases, 2)
+	assert.Equal(t, "now", cl.Leases[0].ID)
+	assert.Equal(t, cl.Now.Add(time.Second), cl.Leases[0].Deadline, "a message already due: lease from now")
+	assert.Equal(t, "soon", cl.Leases[1].ID)
+	assert.Equal(t, soon.Truncate(time.Microsecond).Add(time.Second), cl.Leases[1].Deadline.Truncate(time.Microsecond),
+		"a message claimed ahead: lease from its due time")
+	assert.True(t, cl.NextDue.Equal(later.Truncate(time.Microsecond)) || cl.NextDue.Equal(later.Truncate(time.Microsecond).Add(time.Microsecond)),
+		"next due %v, want %v", cl.NextDue, later)
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.Pending)
+	assert.Equal(t, 2, st.InFlight)
 }

@@ -256,10 +256,13 @@ func (q *Queue) hold(d *Delivery) {
 	}
 }
 
-// takeHeld returns the held delivery due first, if any.
+// takeHeld returns the held delivery due first, if any. It drops those
+// whose lease has expired meanwhile: the reaper makes them pending again.
 func (q *Queue) takeHeld() *Delivery {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	now := q.clock.Now()
+	q.held = slices.DeleteFunc(q.held, func(d *Delivery) bool { return !now.Before(d.Deadline) })
 	if len(q.held) == 0 {
 		return nil
 	}

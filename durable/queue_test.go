@@ -525,3 +525,17 @@ func TestBoltStoreClaimAhead(t *testing.T) {
 	assert.True(t, c.NextDue.Equal(now.Add(60*time.Millisecond)))
 	assert.True(t, c.NextDeadline.Equal(now.Add(time.Second)))
 }
+
+func TestHeldLeaseThatExpiredIsDropped(t *testing.T) {
+	q, mock, _ := testQueue(t, WithVisibilityTimeout(10*time.Second))
+	ctx := context.Background()
+	require.NoError(t, q.Enqueue(ctx, Message{ID: "a", Due: mock.Now().Add(claimAhead / 2)}))
+	noneDue(t, q) // claimed ahead and held: nobody received it
+	mock.Add(claimAhead/2 + 10*time.Second)
+	require.Eventually(t, func() bool { return stats(t, q).Pending == 1 }, 5*time.Second, time.Millisecond,
+		"the expired lease was not reaped")
+	mock.Add(time.Second) // the back-off of attempt 1
+	d := receive(t, q)
+	assert.Equal(t, 2, d.Attempt, "the stale held lease is not handed out")
+	require.NoError(t, d.Ack(ctx))
+}

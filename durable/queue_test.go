@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel"
+	"github.com/seed64e23a5c/timingwheel/internal/syncbuf"
 )
 
 // fixedBackoff is a back-off of attempt seconds, without jitter.
@@ -447,31 +447,13 @@ func TestQueuesShareAWheel(t *testing.T) {
 }
 
 func TestLoggerHearsOfDeadMessages(t *testing.T) {
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	q, _, _ := testQueue(t, WithMaxAttempts(1), WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
 	ctx := context.Background()
 	require.NoError(t, q.Enqueue(ctx, Message{ID: "a"}))
 	require.NoError(t, receive(t, q).Retry(ctx, 0))
 	assert.Contains(t, buf.String(), "died after its last attempt")
 	assert.Contains(t, buf.String(), "id=a")
-}
-
-// syncBuffer is an io.Writer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestClaimedAheadButHandedOutAtDue(t *testing.T) {
@@ -481,8 +463,7 @@ func TestClaimedAheadButHandedOutAtDue(t *testing.T) {
 	require.NoError(t, q.Enqueue(ctx, Message{ID: "a", Due: due}))
 
 	// A Receive whose context ends while it holds the lease...
-	noneDue(t, q)
-	assert.Equal(t, 1, stats(t, q).InFlight, "claimed ahead of its due time")
+	abandonHeld(t, q)
 	// ...leaves it to the next Receive, which hands it out at its due time.
 	got := waitingReceive(t, q)
 	mock.Add(claimAhead/2 - time.Nanosecond)
@@ -530,7 +511,7 @@ func TestHeldLeaseThatExpiredIsDropped(t *testing.T) {
 	q, mock, _ := testQueue(t, WithVisibilityTimeout(10*time.Second))
 	ctx := context.Background()
 	require.NoError(t, q.Enqueue(ctx, Message{ID: "a", Due: mock.Now().Add(claimAhead / 2)}))
-	noneDue(t, q) // claimed ahead and held: nobody received it
+	abandonHeld(t, q) // claimed ahead and held: nobody received it
 	mock.Add(claimAhead/2 + 10*time.Second)
 	require.Eventually(t, func() bool { return stats(t, q).Pending == 1 }, 5*time.Second, time.Millisecond,
 		"the expired lease was not reaped")
@@ -538,4 +519,20 @@ func TestHeldLeaseThatExpiredIsDropped(t *testing.T) {
 	d := receive(t, q)
 	assert.Equal(t, 2, d.Attempt, "the stale held lease is not handed out")
 	require.NoError(t, d.Ack(ctx))
+}
+
+// abandonHeld starts a Receive that claims a message ahead of its due
+// time, and ends its context while it holds the lease.
+func abandonHeld(t *testing.T, q *Queue) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := q.Receive(ctx)
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return stats(t, q).InFlight == 1 }, 5*time.Second, time.Millisecond,
+		"not claimed ahead of its due time")
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
 }

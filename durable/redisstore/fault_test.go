@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strconv"
@@ -15,25 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes, for a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // TestRedisRestart runs a producer and two consumers on a queue while its
 // redis-server, with AOF and appendfsync always, is killed with SIGKILL and
@@ -49,7 +31,7 @@ func TestRedisRestart(t *testing.T) {
 	c := redis.NewClient(o)
 	defer c.Close()
 	s := openStore(t, c, "fault", WithSafetyPoll(time.Second))
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	q, err := durable.New(s,
 		durable.WithVisibilityTimeout(2*time.Second),
 		durable.WithBackoff(func(int) time.Duration { return 50 * time.Millisecond }),

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/syncbuf"
 )
 
 // testShards runs the shard tests on stores a and b of one queue, on
@@ -374,7 +375,7 @@ func TestClusterWakeupsAfterSlotMigration(t *testing.T) {
 		return c
 	}
 	cc := newClient()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	a := openStore(t, cc, "q", WithSafetyPoll(0), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	b := openStore(t, newClient(), "q", WithSafetyPoll(0))
 	w := a.Wakeups()

@@ -5,31 +5,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/seed64e23a5c/timingwheel/internal/syncbuf"
 )
-
-// syncBuffer is an io.Writer that the test reads while run writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func ids(re *regexp.Regexp, out string) []string {
 	var got []string
@@ -54,7 +37,7 @@ func TestUnpaidOrdersAreClosedAfterARestart(t *testing.T) {
 
 	// First run: place the orders, then stop at once.
 	ctx, cancel := context.WithCancel(context.Background())
-	first := &syncBuffer{}
+	first := &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, c, first) }()
 	require.Eventually(t, func() bool { return strings.Contains(first.String(), "unpaid orders waiting") },
@@ -67,7 +50,7 @@ func TestUnpaidOrdersAreClosedAfterARestart(t *testing.T) {
 
 	// Second run: no new orders; the unpaid ones are closed when due.
 	unpaid := len(placed) - len(paid)
-	second := &syncBuffer{}
+	second := &syncbuf.Buffer{}
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
 	go func() { done <- run(ctx, config{db: db, delay: c.delay}, second) }()

@@ -173,11 +173,7 @@ func TestCluster(t *testing.T) {
 		t.Skip("starts a Redis Cluster")
 	}
 	addrs := startCluster(t, 3)
-	newClient := func() *redis.ClusterClient {
-		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
+	newClient := func() *redis.ClusterClient { return clusterClient(t, addrs) }
 	c1, c2 := newClient(), newClient()
 	a := openStore(t, c1, "q", WithShards(6))
 	b := openStore(t, c2, "q", WithShards(6))
@@ -369,11 +365,7 @@ func TestClusterWakeupsAfterSlotMigration(t *testing.T) {
 		t.Skip("starts a Redis Cluster")
 	}
 	addrs := startCluster(t, 3)
-	newClient := func() *redis.ClusterClient {
-		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
+	newClient := func() *redis.ClusterClient { return clusterClient(t, addrs) }
 	cc := newClient()
 	var logs syncbuf.Buffer
 	a := openStore(t, cc, "q", WithSafetyPoll(0), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
@@ -450,4 +442,11 @@ func TestClusterWakeupsAfterSlotMigration(t *testing.T) {
 	require.NoError(t, b.Enqueue(ctx, []durable.Message{msg("m0", now.Add(time.Minute))}))
 	require.True(t, woke(w, 5*time.Second), "a new earliest message after the slot moved wakes")
 	assert.Contains(t, logs.String(), "unsubscribed by Redis", "store a's log")
+}
+
+// clusterClient is a client of the cluster at addrs, closed with the test.
+func clusterClient(t *testing.T, addrs []string) *redis.ClusterClient {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }

@@ -396,12 +396,15 @@ func (s *BoltStore) Claim(ctx context.Context, limit int, lease, ahead time.Dura
 				Attempt:  int(r.attempt),
 				Token:    token,
 				Deadline: fromUnixNano(deadline),
+				Ready:    fromUnixNano(max(now, r.due)),
 			})
 		}
-		c.Now = fromUnixNano(now)
 		c.NextDue, c.NextDeadline = t.nextTimes()
 		return len(ids) > 0, nil
 	})
+	// Now is read once the claim is on disk, so that a queue holding a
+	// message claimed ahead does not add the commit's time to its wait.
+	c.Now = fromUnixNano(s.now())
 	return c, err
 }
 

@@ -17,20 +17,25 @@ type Delivery struct {
 	// the message may be delivered again, to this receiver or another.
 	Deadline time.Time
 
-	token uint64
-	q     *Queue
-	dueAt time.Time // Due on the queue's clock, when it may be handed out
+	token   uint64
+	q       *Queue
+	dueAt   time.Time // when it may be handed out, on the queue's clock
+	revoked bool      // replaced or cancelled while held (under q.mu)
 }
 
 func (q *Queue) delivery(storeNow time.Time, l Lease) *Delivery {
 	now := q.clock.Now()
+	ready := l.Ready
+	if ready.IsZero() { // a store that does not say: the due time
+		ready = l.Due
+	}
 	return &Delivery{
 		Message:  l.Message,
 		Attempt:  l.Attempt,
 		Deadline: now.Add(l.Deadline.Sub(storeNow)),
 		token:    l.Token,
 		q:        q,
-		dueAt:    now.Add(l.Due.Sub(storeNow)),
+		dueAt:    now.Add(ready.Sub(storeNow)),
 	}
 }
 

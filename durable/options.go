@@ -37,6 +37,9 @@ type config struct {
 	clock       clock.Clock
 	wheel       *timingwheel.TimingWheel
 	logger      *slog.Logger
+	// claimAhead is how early Receive claims (see claimAhead); tests of
+	// other behaviour set it to zero.
+	claimAhead time.Duration
 	// For Open.
 	sync        SyncPolicy
 	lockTimeout time.Duration
@@ -48,6 +51,7 @@ func defaultConfig() config {
 		maxAttempts: 10,
 		backoff:     ExponentialBackoff(time.Second, 10*time.Minute),
 		lockTimeout: 2 * time.Second,
+		claimAhead:  claimAhead,
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"time"
 
@@ -37,10 +36,10 @@ type Queue struct {
 	// reap at the earliest lease deadline, reapAt (zero when not armed).
 	due, reap     *timingwheel.Timer
 	dueAt, reapAt time.Time
-	reaping       bool        // a reap goroutine runs
-	reapAgain     bool        // the reap timer fired while it ran
-	waiting       int         // receivers waiting, for tests
-	held          []*Delivery // claimed ahead, not handed out (see handOut)
+	reaping       bool                 // a reap goroutine runs
+	reapAgain     bool                 // the reap timer fired while it ran
+	waiting       int                  // receivers waiting, for tests
+	ahead         map[string]*Delivery // claimed ahead, not handed out yet (see handOut)
 
 	ctx    context.Context // ends on Close, for the queue's own store calls
 	cancel context.CancelFunc
@@ -108,7 +107,7 @@ func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
 	}
 	q := &Queue{
 		store: s, ownsStore: ownsStore, cfg: cfg, clock: cfg.clock, wheel: cfg.wheel,
-		log: cfg.logger, signal: make(chan struct{}),
+		log: cfg.logger, signal: make(chan struct{}), ahead: make(map[string]*Delivery),
 	}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	q.done = q.ctx.Done()
@@ -157,6 +156,9 @@ func (q *Queue) Enqueue(ctx context.Context, m Message) error {
 	if err != nil {
 		return err
 	}
+	q.mu.Lock()
+	q.revokeLocked(m.ID) // its lease is lost: the old version is not handed out
+	q.mu.Unlock()
 	q.wakeAt(m.Due)
 	return nil
 }
@@ -167,6 +169,21 @@ func (q *Queue) Enqueue(ctx context.Context, m Message) error {
 func (q *Queue) Cancel(ctx context.Context, id string) (bool, error) {
 	var found bool
 	err := q.call(func() (err error) {
+		// A message this process claimed ahead and has not handed out
+		// is cancelled by acking its lease.
+		q.mu.Lock()
+		held := q.revokeLocked(id)
+		q.mu.Unlock()
+		if held != nil {
+			err := q.store.Ack(ctx, id, held.token)
+			if err == nil {
+				found = true
+				return nil
+			}
+			if !errors.Is(err, ErrLeaseLost) {
+				return err
+			}
+		}
 		found, err = q.store.Cancel(ctx, id)
 		return err
 	})
@@ -179,7 +196,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (bool, error) {
 // The message is handed out at its due time, never before; the price is
 // that a process that dies in the meantime has used one of the message's
 // attempts without delivering it.
-const claimAhead = 50 * time.Millisecond
+const claimAhead = 50 * time.Millisecond // the default of config.claimAhead
 
 // Receive waits until a message is due, leases it for the visibility
 // timeout and returns it. Ack the delivery once it is handled, or Retry it.
@@ -190,27 +207,29 @@ const claimAhead = 50 * time.Millisecond
 // mentions the last error if ctx then ends. ErrCorrupt ends it.
 //
 // Receive claims a message up to 50ms before its due time and holds it
-// until then (see claimAhead). If ctx ends meanwhile, the next Receive of
-// the queue gets it; if none comes, its lease expires as usual.
+// until then (see claimAhead). Once it holds one it returns it at its due
+// time even if ctx ends meanwhile, so that no lease is left unused: it
+// may thus return up to 50ms after ctx ends. If the queue is closed
+// meanwhile, the message goes back to the store, due as before.
 func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 	var lastErr error
 	for failures := 0; ; {
-		if d := q.takeHeld(); d != nil {
-			return q.handOut(ctx, d)
-		}
 		signal, err := q.enter()
 		if err != nil {
 			return nil, err
 		}
-		c, err := q.store.Claim(ctx, 1, q.cfg.visibility, claimAhead)
+		c, err := q.store.Claim(ctx, 1, q.cfg.visibility, q.cfg.claimAhead)
 		q.active.Done()
 		if err == nil {
-			// Even if ctx ended meanwhile: a lease taken is handed out,
-			// or held for the next Receive.
+			// Even if ctx ended meanwhile: a lease taken is handed out.
 			failures, lastErr = 0, nil
 			q.schedule(c.Now, c.NextDue, c.NextDeadline)
 			if len(c.Leases) > 0 {
-				return q.handOut(ctx, q.delivery(c.Now, c.Leases[0]))
+				d, err := q.handOut(q.delivery(c.Now, c.Leases[0]))
+				if errors.Is(err, errRevoked) {
+					continue
+				}
+				return d, err
 			}
 			if err := q.await(ctx, signal, nil); err != nil {
 				return nil, err
@@ -233,48 +252,71 @@ func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 	}
 }
 
-// handOut returns d at its due time. If ctx ends or the queue closes
-// first, d is held for the next Receive.
-func (q *Queue) handOut(ctx context.Context, d *Delivery) (*Delivery, error) {
-	if wait := d.dueAt.Sub(q.clock.Now()); wait > 0 {
-		t := q.wheel.NewTimer(wait)
-		defer t.Stop()
-		if err := q.await(ctx, nil, t.C); err != nil {
-			q.hold(d)
-			return nil, err
-		}
+// errRevoked is handOut's error for a message replaced or cancelled while
+// it was held: Receive claims another.
+var errRevoked = errors.New("durable: held message replaced or cancelled")
+
+// handOut returns d at its due time, d.dueAt on the queue's clock. While
+// it waits, d is in q.ahead: an Enqueue or Cancel of its ID in this
+// process revokes it, and Close gives it back to the store.
+func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		q.release(d)
+		return nil, ErrClosed
+	}
+	if !d.dueAt.After(q.clock.Now()) {
+		q.mu.Unlock()
+		return d, nil
+	}
+	q.ahead[d.ID] = d
+	q.waiting++
+	q.mu.Unlock()
+
+	ready := make(chan struct{})
+	t := q.wheel.AfterFuncAt(d.dueAt, func() { close(ready) })
+	select {
+	case <-ready:
+	case <-q.done:
+	}
+	t.Stop()
+
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.waiting--
+	if q.ahead[d.ID] == d {
+		delete(q.ahead, d.ID)
+	}
+	switch {
+	case d.revoked:
+		return nil, errRevoked
+	case q.closed: // Close released it
+		return nil, ErrClosed
 	}
 	return d, nil
 }
 
-// hold keeps d, claimed but not handed out, for the next Receive.
-func (q *Queue) hold(d *Delivery) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if !q.closed {
-		q.held = append(q.held, d)
+// revokeLocked takes the held delivery of id, if any, away from the
+// Receive that holds it.
+func (q *Queue) revokeLocked(id string) *Delivery {
+	d := q.ahead[id]
+	if d != nil {
+		d.revoked = true
+		delete(q.ahead, id)
 	}
+	return d
 }
 
-// takeHeld returns the held delivery due first, if any. It drops those
-// whose lease has expired meanwhile: the reaper makes them pending again.
-func (q *Queue) takeHeld() *Delivery {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	now := q.clock.Now()
-	q.held = slices.DeleteFunc(q.held, func(d *Delivery) bool { return !now.Before(d.Deadline) })
-	if len(q.held) == 0 {
-		return nil
+// release gives back to the store a message claimed ahead and not handed
+// out, pending at its due time again. Its attempt stays counted: a store
+// has no way to take one back, so it is not counted towards death here.
+func (q *Queue) release(d *Delivery) {
+	after := max(d.dueAt.Sub(q.clock.Now()), 0)
+	if _, err := q.store.Retry(context.Background(), d.ID, d.token, after, math.MaxInt); err != nil &&
+		!errors.Is(err, ErrLeaseLost) {
+		q.log.Warn("durable: giving back a message claimed ahead failed; its lease will expire", "id", d.ID, "err", err)
 	}
-	i := 0
-	for j, d := range q.held {
-		if d.dueAt.Before(q.held[i].dueAt) {
-			i = j
-		}
-	}
-	d := q.held[i]
-	q.held = slices.Delete(q.held, i, i+1)
-	return d
 }
 
 // await waits for signal (or a timer's tick, whichever is not nil), the
@@ -378,7 +420,14 @@ func (q *Queue) Close() error {
 		return nil
 	}
 	q.shutdownLocked()
+	held := make([]*Delivery, 0, len(q.ahead))
+	for _, d := range q.ahead {
+		held = append(held, d)
+	}
 	q.mu.Unlock()
+	for _, d := range held {
+		q.release(d)
+	}
 	return q.finish()
 }
 
@@ -446,7 +495,7 @@ func (q *Queue) wakeAt(due time.Time) {
 		return
 	}
 	now := q.clock.Now()
-	wait := due.Sub(now) - claimAhead
+	wait := due.Sub(now) - q.cfg.claimAhead
 	if due.IsZero() || wait <= 0 {
 		q.broadcastLocked()
 		return
@@ -477,7 +526,7 @@ func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time) {
 	}
 	now := q.clock.Now()
 	if !nextDue.IsZero() {
-		if wait := nextDue.Sub(storeNow) - claimAhead; wait <= 0 {
+		if wait := nextDue.Sub(storeNow) - q.cfg.claimAhead; wait <= 0 {
 			q.broadcastLocked()
 		} else {
 			armLocked(q.due, &q.dueAt, now.Add(wait))

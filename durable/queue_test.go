@@ -21,13 +21,19 @@ import (
 func fixedBackoff(attempt int) time.Duration { return time.Duration(attempt) * time.Second }
 
 // testQueue opens a queue in a fresh file, on a mock clock set to a round
-// date, and closes it at the end of the test.
+// date, and closes it at the end of the test. It claims at the due time,
+// not ahead, unless opts say otherwise: the tests of claiming ahead are
+// the ones that call withClaimAhead(claimAhead).
+
+// withClaimAhead sets how early Receive claims.
+func withClaimAhead(d time.Duration) Option { return func(c *config) { c.claimAhead = d } }
+
 func testQueue(t *testing.T, opts ...Option) (*Queue, *clock.Mock, string) {
 	t.Helper()
 	mock := clock.NewMock()
 	mock.Set(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	path := filepath.Join(t.TempDir(), "queue.db")
-	q, err := Open(path, append([]Option{WithClock(mock), WithBackoff(fixedBackoff)}, opts...)...)
+	q, err := Open(path, append([]Option{WithClock(mock), WithBackoff(fixedBackoff), withClaimAhead(0)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, q.Close()) })
 	return q, mock, path
@@ -457,33 +463,117 @@ func TestLoggerHearsOfDeadMessages(t *testing.T) {
 }
 
 func TestClaimedAheadButHandedOutAtDue(t *testing.T) {
-	q, mock, _ := testQueue(t)
+	q, mock, _ := testQueue(t, withClaimAhead(claimAhead))
 	ctx := context.Background()
 	due := mock.Now().Add(claimAhead / 2)
 	require.NoError(t, q.Enqueue(ctx, Message{ID: "a", Due: due}))
 
-	// A Receive whose context ends while it holds the lease...
-	abandonHeld(t, q)
-	// ...leaves it to the next Receive, which hands it out at its due time.
-	got := waitingReceive(t, q)
+	rctx, cancel := context.WithCancel(ctx)
+	got := receiveAhead(t, q, rctx)
+	cancel() // once it holds a lease, Receive hands it out all the same
 	mock.Add(claimAhead/2 - time.Nanosecond)
 	select {
-	case <-got:
-		t.Fatalf("handed out %v before its due time", due.Sub(mock.Now()))
+	case r := <-got:
+		t.Fatalf("returned %+v %v before the due time", r.d, r.err)
 	default:
 	}
 	mock.Add(time.Nanosecond)
 	select {
-	case d := <-got:
-		assert.Equal(t, "a", d.ID)
-		assert.Equal(t, 1, d.Attempt, "holding it did not use an attempt")
-		assert.False(t, mock.Now().Before(d.Due))
-		assert.True(t, d.Deadline.Equal(due.Add(30*time.Second)), "the lease runs from the due time: %v", d.Deadline)
-		require.NoError(t, d.Ack(ctx))
+	case r := <-got:
+		require.NoError(t, r.err)
+		assert.Equal(t, "a", r.d.ID)
+		assert.Equal(t, 1, r.d.Attempt)
+		assert.False(t, mock.Now().Before(r.d.Due))
+		assert.True(t, r.d.Deadline.Equal(due.Add(30*time.Second)), "the lease runs from the due time: %v", r.d.Deadline)
+		require.NoError(t, r.d.Ack(ctx))
 	case <-time.After(5 * time.Second):
 		t.Fatal("not handed out at its due time")
 	}
 	assert.Equal(t, Stats{}, stats(t, q))
+}
+
+type received struct {
+	d   *Delivery
+	err error
+}
+
+// receiveAhead starts a Receive and returns once it holds a message it
+// claimed ahead of its due time.
+func receiveAhead(t *testing.T, q *Queue, ctx context.Context) <-chan received {
+	t.Helper()
+	got := make(chan received, 1)
+	go func() {
+		d, err := q.Receive(ctx)
+		got <- received{d, err}
+	}()
+	require.Eventually(t, func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return len(q.ahead) == 1
+	}, 5*time.Second, time.Millisecond, "not claimed ahead of its due time")
+	return got
+}
+
+func TestEnqueueRevokesAMessageClaimedAhead(t *testing.T) {
+	q, mock, _ := testQueue(t, withClaimAhead(claimAhead))
+	ctx := context.Background()
+	due := mock.Now().Add(claimAhead / 2)
+	require.NoError(t, q.Enqueue(ctx, Message{ID: "a", Payload: []byte("v1"), Due: due}))
+	got := receiveAhead(t, q, ctx)
+	require.NoError(t, q.Enqueue(ctx, Message{ID: "a", Payload: []byte("v2"), Due: due}))
+	mock.Add(claimAhead)
+	select {
+	case r := <-got:
+		require.NoError(t, r.err)
+		assert.Equal(t, []byte("v2"), r.d.Payload, "the replaced version is never handed out")
+		assert.Equal(t, 1, r.d.Attempt)
+		require.NoError(t, r.d.Ack(ctx))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the new version was not delivered")
+	}
+	assert.Equal(t, Stats{}, stats(t, q))
+}
+
+func TestCancelOfAMessageClaimedAhead(t *testing.T) {
+	q, mock, _ := testQueue(t, withClaimAhead(claimAhead))
+	ctx := context.Background()
+	require.NoError(t, q.Enqueue(ctx, Message{ID: "a", Due: mock.Now().Add(claimAhead / 2)}))
+	rctx, cancel := context.WithCancel(ctx)
+	got := receiveAhead(t, q, rctx)
+	found, err := q.Cancel(ctx, "a")
+	require.NoError(t, err)
+	assert.True(t, found)
+	assert.Equal(t, Stats{}, stats(t, q))
+	mock.Add(claimAhead)
+	cancel()
+	select {
+	case r := <-got:
+		require.ErrorIs(t, r.err, context.Canceled, "a cancelled message is not handed out")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Receive did not end")
+	}
+}
+
+func TestCloseGivesBackAMessageClaimedAhead(t *testing.T) {
+	q, mock, path := testQueue(t, WithMaxAttempts(1), withClaimAhead(claimAhead))
+	ctx := context.Background()
+	due := mock.Now().Add(claimAhead / 2)
+	require.NoError(t, q.Enqueue(ctx, Message{ID: "a", Due: due}))
+	got := receiveAhead(t, q, ctx)
+	require.NoError(t, q.Close())
+	r := <-got
+	require.ErrorIs(t, r.err, ErrClosed)
+
+	q2, err := Open(path, WithClock(mock), WithMaxAttempts(1), withClaimAhead(0))
+	require.NoError(t, err)
+	defer q2.Close()
+	st := stats(t, q2)
+	assert.Equal(t, 1, st.Pending, "given back, not left to expire into the dead letters")
+	assert.True(t, st.NextDue.Equal(due), "due as before: %v", st.NextDue)
+	mock.Add(claimAhead)
+	d := receive(t, q2)
+	assert.Equal(t, "a", d.ID)
+	require.NoError(t, d.Ack(ctx))
 }
 
 func TestBoltStoreClaimAhead(t *testing.T) {
@@ -505,34 +595,4 @@ func TestBoltStoreClaimAhead(t *testing.T) {
 	assert.True(t, c.Leases[1].Deadline.Equal(now.Add(40*time.Millisecond+time.Second)), "deadline from the due time")
 	assert.True(t, c.NextDue.Equal(now.Add(60*time.Millisecond)))
 	assert.True(t, c.NextDeadline.Equal(now.Add(time.Second)))
-}
-
-func TestHeldLeaseThatExpiredIsDropped(t *testing.T) {
-	q, mock, _ := testQueue(t, WithVisibilityTimeout(10*time.Second))
-	ctx := context.Background()
-	require.NoError(t, q.Enqueue(ctx, Message{ID: "a", Due: mock.Now().Add(claimAhead / 2)}))
-	abandonHeld(t, q) // claimed ahead and held: nobody received it
-	mock.Add(claimAhead/2 + 10*time.Second)
-	require.Eventually(t, func() bool { return stats(t, q).Pending == 1 }, 5*time.Second, time.Millisecond,
-		"the expired lease was not reaped")
-	mock.Add(time.Second) // the back-off of attempt 1
-	d := receive(t, q)
-	assert.Equal(t, 2, d.Attempt, "the stale held lease is not handed out")
-	require.NoError(t, d.Ack(ctx))
-}
-
-// abandonHeld starts a Receive that claims a message ahead of its due
-// time, and ends its context while it holds the lease.
-func abandonHeld(t *testing.T, q *Queue) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := q.Receive(ctx)
-		done <- err
-	}()
-	require.Eventually(t, func() bool { return stats(t, q).InFlight == 1 }, 5*time.Second, time.Millisecond,
-		"not claimed ahead of its due time")
-	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
 }

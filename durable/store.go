@@ -110,15 +110,17 @@ type Lease struct {
 	Attempt int
 	// Token is the fencing token of this lease, for Ack, Retry and Extend.
 	Token uint64
-	// Deadline is when the lease expires, on the store's clock.
-	Deadline time.Time
+	// Deadline is when the lease expires, and Ready when the message may
+	// be handed out (its due time, or the claim's now if later), both on
+	// the clock of Claimed.Now.
+	Deadline, Ready time.Time
 }
 
 // Claimed is what Claim returns.
 type Claimed struct {
 	// Leases are the messages claimed, earliest due first.
 	Leases []Lease
-	// Now is the store's clock when it claimed.
+	// Now is the store's clock when it claimed, or a later reading.
 	Now time.Time
 	// NextDue is the due time of the earliest message still pending, and
 	// NextDeadline the earliest deadline of a lease in flight (including

@@ -59,6 +59,15 @@ func (s *Store) Claim(ctx context.Context, limit int, lease, ahead time.Duration
 	return c, nil
 }
 
+// readyTime is when a message due at due, claimed when the shard's clock
+// read now (microseconds), may be handed out: its due time, or now.
+func readyTime(due time.Time, now int64) time.Time {
+	if n := time.UnixMicro(now); n.After(due) {
+		return n
+	}
+	return due
+}
+
 func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, ahead, bytes int64) (result, error) {
 	r, err := s.run(ctx, claimScript, sh, limit, lease, max(bytes, 1), ahead)
 	if err != nil {
@@ -99,6 +108,7 @@ func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, ahead, byt
 			Attempt:  int(nums[0]),
 			Token:    uint64(nums[1]),
 			Deadline: time.UnixMicro(max(nums[2], res.now) + lease),
+			Ready:    readyTime(dueTime(nums[2], nums[3]), res.now),
 		})
 		res.bytes += int64(len(body))
 	}
@@ -325,7 +335,9 @@ func (s *Store) merge(rs []shardResult, failed bool) result {
 		if s.cluster {
 			off = ref - r.now
 			for j := range r.leases {
-				r.leases[j].Deadline = r.leases[j].Deadline.Add(time.Duration(off) * time.Microsecond)
+				shift := time.Duration(off) * time.Microsecond
+				r.leases[j].Deadline = r.leases[j].Deadline.Add(shift)
+				r.leases[j].Ready = r.leases[j].Ready.Add(shift)
 			}
 		}
 		if !s.cluster && r.now > m.now {

@@ -26,7 +26,7 @@ func init() {
 		help: "the durable queue (package durable, ours only) on a fresh bbolt file in a temp dir, SyncAlways " +
 			"(or on the Redis of -store, in queues deleted afterwards), 100-byte payloads: " +
 			"enqueues/s from 1, 8 and 64 producers and receive+acks/s with 8 consumers, K=-pending/200 messages each (100 to 20k); " +
-			"lateness p50/p99/max with 4 consumers, min(K, 2000) messages over min(2s, -window); " +
+			"lateness p50/p99/max with 8 consumers, min(K, 2000) messages over min(2s, -window); " +
 			"reopen time (median of 3) and memory with -pending messages due in a day (about 400 B of disk each, or of Redis memory)",
 		// The messages are in the file, not in the heap: the queue holds
 		// two timers, and the lateness figure K durations.
@@ -49,7 +49,7 @@ const (
 	// durableConsumers receive and ack in the receive+ack figure, and
 	// durableLateConsumers in the lateness figures.
 	durableConsumers     = 8
-	durableLateConsumers = 4
+	durableLateConsumers = 8
 	// durableReopens is how many times the reopen figure is timed; it
 	// reports the median.
 	durableReopens = 3

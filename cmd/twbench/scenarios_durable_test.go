@@ -33,7 +33,7 @@ func TestDurableScenarioFigures(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &rep))
 
 	// -pending 2000: K is the floor, 100, and the window 100ms.
-	lateOf := ", 4 consumers, K=100 over 100ms"
+	lateOf := ", 8 consumers, K=100 over 100ms"
 	want := map[string]string{
 		"enqueue, 1 producer, K=100":                           unitEnqueuesSec,
 		"enqueue, 8 producers, K=100":                          unitEnqueuesSec,
@@ -160,7 +160,7 @@ func TestDurableOnRedis(t *testing.T) {
 	assert.Positive(t, figures["Redis used_memory, N=2k pending"])
 	assert.Positive(t, figures["enqueue, 64 producers, K=100"])
 	assert.Positive(t, figures["receive+ack, 8 consumers, K=100"])
-	assert.Zero(t, figures["received before due, 4 consumers, K=100 over 100ms"])
+	assert.Zero(t, figures["received before due, 8 consumers, K=100 over 100ms"])
 
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()

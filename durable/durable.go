@@ -31,8 +31,8 @@
 // the earliest lease deadline, and arms a timer of a timing wheel for each;
 // Receive wakes when one fires, or when an Enqueue in this process (or, for
 // a store shared by processes, a notification) brings an earlier message.
-// Only those two instants are held in memory, whatever the number of
-// messages in the store.
+// Only those two instants are held in memory, and the message each
+// Receive has claimed ahead, whatever the number of messages in the store.
 package durable
 
 import (

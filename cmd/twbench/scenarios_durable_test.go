@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/redistest"
 )
 
 // TestDurableScenarioFigures runs the durable scenario at the tiny size
@@ -173,13 +174,7 @@ func TestDurableOnRedis(t *testing.T) {
 // or skips it if there is no redis-server, unless REQUIRE_REDIS=1.
 func startRedis(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("REQUIRE_REDIS") == "1" {
-			t.Fatalf("redis-server is not on PATH, and REQUIRE_REDIS=1: %v", err)
-		}
-		t.Skip("redis-server is not on PATH: skipping (install redis-server, or set REQUIRE_REDIS=1 to fail instead)")
-	}
+	bin := redistest.Binary(t, "redis-server")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := l.Addr().String()

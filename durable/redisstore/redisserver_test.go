@@ -15,21 +15,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seed64e23a5c/timingwheel/internal/redistest"
 )
 
-// redisBinary returns the path of redis-server, and skips the test when
-// there is none, unless REQUIRE_REDIS=1, which makes that a failure.
-func redisBinary(t testing.TB) string {
-	t.Helper()
-	p, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("REQUIRE_REDIS") == "1" {
-			t.Fatalf("redis-server is not on PATH, and REQUIRE_REDIS=1: %v", err)
-		}
-		t.Skip("redis-server is not on PATH: skipping the Redis tests (install redis-server, or set REQUIRE_REDIS=1 to fail instead)")
-	}
-	return p
-}
+// redisBinary returns the path of redis-server (see redistest.Binary).
+func redisBinary(t testing.TB) string { return redistest.Binary(t, "redis-server") }
 
 // A redisServer is a redis-server the test started, in a temporary
 // directory, on a unix socket (port 0) or a loopback port. The test's
@@ -220,13 +211,7 @@ func (s *redisServer) client(t testing.TB) *redis.Client {
 func startCluster(t testing.TB, n int) []string {
 	t.Helper()
 	redisBinary(t)
-	cli, err := exec.LookPath("redis-cli")
-	if err != nil {
-		if os.Getenv("REQUIRE_REDIS") == "1" {
-			t.Fatalf("redis-cli is not on PATH, and REQUIRE_REDIS=1: %v", err)
-		}
-		t.Skip("redis-cli is not on PATH: skipping the Redis Cluster test")
-	}
+	cli := redistest.Binary(t, "redis-cli")
 	var addrs []string
 	var nodes []*redisServer
 	for range n {

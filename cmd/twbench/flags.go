@@ -8,7 +8,6 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -195,7 +194,7 @@ func defaultOptions() *options {
 		fireN:       1_000_000,
 		window:      2 * time.Second,
 		idleFor:     5 * time.Second,
-		goroutines:  2 * runtime.GOMAXPROCS(0),
+		goroutines:  8, // more goroutines than cores, as in a busy service
 		parallelFor: 2 * time.Second,
 		tick:        timingwheel.DefaultTick,
 		wheelSize:   timingwheel.DefaultWheelSize,
@@ -218,7 +217,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var((*countValue)(&o.fireN), "fire-n", "fire: `count` of timers that fire")
 	fs.DurationVar(&o.window, "window", o.window, "fire: the timers' deadlines spread over this window (queue: at most 1s, durable: at most 2s)")
 	fs.DurationVar(&o.idleFor, "idle-for", o.idleFor, "idle: how long to measure the process's CPU")
-	fs.IntVar(&o.goroutines, "g", o.goroutines, "parallel: goroutines doing AfterFunc+Stop, 2×GOMAXPROCS by default")
+	fs.IntVar(&o.goroutines, "g", o.goroutines, "parallel: goroutines doing AfterFunc+Stop")
 	fs.DurationVar(&o.parallelFor, "for", o.parallelFor, "parallel: how long each measurement runs")
 	fs.DurationVar(&o.tick, "tick", o.tick, "the wheel's tick (WithTick)")
 	fs.IntVar(&o.wheelSize, "wheel-size", o.wheelSize, "the wheel's buckets per level (WithWheelSize)")

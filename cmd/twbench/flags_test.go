@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +45,7 @@ func TestParseArgsDefaults(t *testing.T) {
 	assert.Equal(t, 2*time.Second, o.window)
 	assert.Equal(t, 5*time.Second, o.idleFor)
 	assert.Equal(t, 2*time.Second, o.parallelFor)
-	assert.Equal(t, 2*runtime.GOMAXPROCS(0), o.goroutines)
+	assert.Equal(t, 8, o.goroutines)
 	assert.Equal(t, time.Millisecond, o.tick)
 	assert.Equal(t, 512, o.wheelSize)
 	assert.Equal(t, executorGoroutine, o.executor)

@@ -167,7 +167,6 @@ func (l *lane) push(t *Timer) {
 		clear(l.inline[:])
 	}
 	t.pos = uint32(len(l.items))
-	t.laneID = l.id
 	l.items = append(l.items, t)
 }
 
@@ -185,7 +184,6 @@ func (l *lane) remove(t *Timer) {
 	}
 	l.items[last] = nil
 	l.items = l.items[:last]
-	t.laneID = 0
 	// Give memory back once the lane has mostly emptied, and all of it
 	// once it is empty.
 	switch c := cap(l.items); {

@@ -78,8 +78,9 @@ func (w *TimingWheel) bucketFor(d, c0 int64) (*bucket, int64) {
 }
 
 // insertOwned links t, which the caller owns (a new timer, or one whose
-// status it set to mutating), and makes it pending with state st. A new
-// timer is created pending, so store is false for it. A timer already due
+// status it set to mutating), and makes it pending in the lane it picks,
+// with state st otherwise. A new timer is not shared yet, so store is
+// false for it: its state is written without an atomic. A timer already due
 // (its deadline is not after the caller's now) goes to the due bucket,
 // which the driver flushes on its next pass.
 func (w *TimingWheel) insertOwned(t *Timer, st uint64, store, due bool) {
@@ -92,8 +93,10 @@ func (w *TimingWheel) insertOwned(t *Timer, st uint64, store, due bool) {
 	}
 	l := b.lockLaneFor(t)
 	l.push(t)
-	if store {
+	if st = pendingIn(st, l.id); store {
 		t.store(st)
+	} else {
+		t.state = st // a new timer, not shared yet
 	}
 	l.mu.Unlock()
 	b.arm(exp, w.queue)
@@ -106,7 +109,7 @@ func (w *TimingWheel) insertMoved(t *Timer, s uint64, b *bucket, exp int64) {
 	l := b.laneFor(t)
 	l.mu.Lock()
 	l.push(t)
-	if !t.cas(s, withStatus(s, statusPending)) {
+	if !t.cas(s, pendingIn(s, l.id)) {
 		l.remove(t)
 		l.mu.Unlock()
 		t.store(withStatus(s, statusIdle))

@@ -2,19 +2,26 @@ package timingwheel
 
 import "sync/atomic"
 
-// A timer's state word packs three things:
+// A timer's state word packs four things:
 //
-//	bits 0-2  status: who owns the timer and what it is doing
-//	bits 3-4  kind:   func, channel or periodic; fixed at creation
-//	bits 5-63 generation: bumped by every Reset and re-arm, so that the
-//	          driver's compare-and-swap on a stale view of the timer fails
+//	bits 0-2   status: who owns the timer and what it is doing
+//	bits 3-4   kind:   func, channel or periodic; fixed at creation
+//	bits 5-35  lane:   while pending, the ID of the lane the timer is in
+//	           (0 for none); 0 in every other status
+//	bits 36-63 generation: bumped by every Reset and re-arm, so that a
+//	           periodic run's compare-and-swap on a stale view fails
 //
 // Every transition is a compare-and-swap on this word, which is what makes
-// Stop, Reset and firing race safely: exactly one of them wins. Whoever
-// moves a timer out of pending (to mutating or moving) owns it until it
-// stores the next status, and only an owner reads or writes the timer's
-// lane ID and deadline; the lane's lock guards its items and each timer's
-// position in them.
+// Stop, Reset and firing race safely: exactly one of them wins. A timer is
+// made pending in a lane only under that lane's lock, after it was added
+// to it; and it leaves the lane under the lock, in the same critical
+// section as the compare-and-swap that takes it out of pending. So
+// whoever holds the lane's lock and swaps a pending state naming that
+// lane knows the timer is in it, which lets Stop take it out with one
+// compare-and-swap inside the lock. Whoever moves a timer out of pending
+// (to mutating or moving) owns it until it stores the next status, and
+// only an owner writes its deadline; the lane's lock guards its items and
+// each timer's position in them.
 //
 //	idle      not scheduled: new, fired, or stopped
 //	pending   in a bucket lane (the lane ID is set before the status), or
@@ -46,17 +53,30 @@ const (
 
 	kindMask = 3 << 3
 
-	generationOne = 1 << 5
+	laneShift = 5
+	laneMask  = (1<<31 - 1) << laneShift
+
+	generationOne = 1 << 36
 )
 
 func status(s uint64) uint64 { return s & statusMask }
 
 func kind(s uint64) uint64 { return s & kindMask }
 
-func withStatus(s, st uint64) uint64 { return s&^statusMask | st }
+// withStatus returns s with status st, in no lane.
+func withStatus(s, st uint64) uint64 { return s&^(statusMask|laneMask) | st }
 
-// nextGeneration returns s with the next generation and status st.
-func nextGeneration(s, st uint64) uint64 { return (s+generationOne)&^statusMask | st }
+// pendingIn returns s with status pending in the lane whose ID is id.
+func pendingIn(s uint64, id uint32) uint64 {
+	return withStatus(s, statusPending) | uint64(id)<<laneShift
+}
+
+// laneOf returns the ID of the lane a pending timer is in, or 0.
+func laneOf(s uint64) uint32 { return uint32(s & laneMask >> laneShift) }
+
+// nextGeneration returns s with the next generation and status st, in no
+// lane.
+func nextGeneration(s, st uint64) uint64 { return withStatus(s+generationOne, st) }
 
 func (t *Timer) load() uint64 { return atomic.LoadUint64(&t.state) }
 

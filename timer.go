@@ -25,11 +25,9 @@ type Timer struct {
 	f func()
 	w *TimingWheel
 
-	// The lane the timer is in (0 if none) and its index there. The
-	// lane's lock guards pos; laneID is read only by the timer's owner
-	// (see state.go).
-	laneID uint32
-	pos    uint32
+	// pos is the timer's index in the lane it is in (named by its
+	// state), guarded by that lane's lock.
+	pos uint32
 }
 
 // Stop prevents the timer from firing. It returns true if the call stopped
@@ -57,9 +55,7 @@ func (t *Timer) stop() bool {
 		s := t.load()
 		switch status(s) {
 		case statusPending:
-			if t.cas(s, withStatus(s, statusMutating)) {
-				t.unlink()
-				t.store(withStatus(s, statusIdle))
+			if t.unlinkIf(s, withStatus(s, statusIdle)) {
 				return true
 			}
 		case statusMoving:
@@ -83,15 +79,24 @@ func (t *Timer) stop() bool {
 	}
 }
 
-// unlink removes t from its lane, if it is in one. The caller owns t,
-// having moved it out of pending, so nobody else moves it meanwhile.
-func (t *Timer) unlink() {
-	if t.laneID != 0 {
-		l := t.w.laneByID(t.laneID)
-		l.mu.Lock()
-		l.remove(t)
-		l.mu.Unlock()
+// unlinkIf swaps t's state from s, a pending state, to next and takes t
+// out of the lane s names, if any. It swaps under the lane's lock, where
+// a pending state naming the lane means t is in it (see state.go). It
+// returns false, doing nothing, if t's state is no longer s.
+func (t *Timer) unlinkIf(s, next uint64) bool {
+	id := laneOf(s)
+	if id == 0 {
+		// Pending in no lane: made on a stopped wheel.
+		return t.cas(s, next)
 	}
+	l := t.w.laneByID(id)
+	l.mu.Lock()
+	ok := t.cas(s, next)
+	if ok {
+		l.remove(t)
+	}
+	l.mu.Unlock()
+	return ok
 }
 
 // Reset changes the timer to fire after duration d, measured from now. It
@@ -133,10 +138,7 @@ func (t *Timer) rearm(when int64, due bool) bool {
 			continue
 		}
 		owned = nextGeneration(s, statusMutating)
-		if t.cas(s, owned) {
-			if st == statusPending {
-				t.unlink()
-			}
+		if st == statusPending && t.unlinkIf(s, owned) || st != statusPending && t.cas(s, owned) {
 			active = st != statusIdle
 			break
 		}

@@ -737,7 +737,8 @@ func TestStoppedAndFiredTimersAreReleased(t *testing.T) {
 		ptrs = append(ptrs, weak.Make(tm))
 		if i%2 == 0 {
 			require.True(t, tm.Stop())
-			assert.Zero(t, tm.laneID, "a stopped timer is in no lane")
+			assert.Zero(t, laneOf(tm.load()), "a stopped timer is in no lane")
+			assert.Equal(t, statusIdle, status(tm.load()))
 		}
 	}
 	advance(t, w, mock, 10*time.Millisecond)

@@ -106,8 +106,48 @@ func BenchmarkAfterFuncStop(b *testing.B) {
 	}
 }
 
+// floorTimer is shaped like a Timer: 48 bytes, with the same pointers.
+type floorTimer struct {
+	state, when int64
+	c           <-chan time.Time
+	f           func()
+	w           *TimingWheel
+	pos         uint32
+}
+
+var floorSink *floorTimer
+
+// BenchmarkAfterFuncFloor measures what any AfterFunc(d)+Stop that returns
+// a new timer costs before it keeps the timer anywhere: one clock read and
+// one 48-byte allocation, with N such timers live for the garbage
+// collector to trace, as N pending timers are. The engine's figures in
+// BenchmarkAfterFuncStop sit above this floor; the runtime's time.AfterFunc
+// pays the same two costs, with 112 bytes.
+func BenchmarkAfterFuncFloor(b *testing.B) {
+	w := new(TimingWheel)
+	start := time.Now()
+	for _, n := range append([]int{0}, pendingSizes...) {
+		b.Run(fmt.Sprintf("live=%dM", n/1_000_000), func(b *testing.B) {
+			live := make([]*floorTimer, n)
+			for i := range live {
+				live[i] = &floorTimer{f: nop, w: w}
+			}
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				t := &floorTimer{f: nop, w: w}
+				t.when = int64(time.Since(start) + time.Second)
+				floorSink = t
+			}
+			b.StopTimer()
+			runtime.KeepAlive(live)
+		})
+	}
+}
+
 // parallelGoroutines is how many goroutines BenchmarkAfterFuncStopParallel
-// runs: 8, as many as the target names, on however many cores.
+// runs: more goroutines than cores, as in a busy service.
 const parallelGoroutines = 8
 
 // BenchmarkAfterFuncStopParallel measures AfterFunc(1s)+Stop from 8

@@ -139,6 +139,36 @@ func BenchmarkOfferRemove(b *testing.B) {
 	}
 }
 
+// BenchmarkOfferRemoveFloor measures what any keyed delay queue pays for
+// an Offer and a Remove of a new key with 1M keys held, before it orders
+// anything by due time: one clock read (the due time), and inserting the
+// key into an index by key and deleting it again, here a Go map. Compare
+// it with BenchmarkOfferRemove's same-key figures.
+func BenchmarkOfferRemoveFloor(b *testing.B) {
+	type item struct {
+		due   int64
+		value benchValue
+	}
+	index := make(map[string]*item, benchPending)
+	for _, k := range makeKeys("order-", benchPending) {
+		index[k] = &item{}
+	}
+	fresh := makeKeys("fresh-", 1024)
+	base := time.Now()
+	it := &item{}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		k := fresh[i&(len(fresh)-1)]
+		it.due = int64(time.Since(base) + time.Second)
+		index[k] = it
+		delete(index, k)
+	}
+	b.StopTimer()
+	if len(index) != benchPending {
+		b.Fatalf("%d keys, want %d", len(index), benchPending)
+	}
+}
+
 // BenchmarkMemoryPerItem reports the heap per pending item with 1M items
 // pending: B/item is beyond the key (its string header; the key's bytes
 // are the caller's and not counted) and the value, both of which the

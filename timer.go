@@ -153,7 +153,11 @@ func (t *Timer) rearm(when int64, due bool) bool {
 		t.store(withStatus(owned, statusPending))
 		return active
 	}
-	atomic.StoreInt64(&t.when, when) // a periodic run may read it; see periodic.run
+	if kind(owned) == kindPeriodic {
+		atomic.StoreInt64(&t.when, when) // its run may be reading it; see periodic.run
+	} else {
+		t.when = when // read only by whoever owns the timer next
+	}
 	w.insertOwned(t, withStatus(owned, statusPending), true, due)
 	return active
 }

@@ -108,11 +108,12 @@ func BenchmarkAfterFuncStop(b *testing.B) {
 
 // floorTimer is shaped like a Timer: 48 bytes, with the same pointers.
 type floorTimer struct {
-	state, when int64
-	c           <-chan time.Time
-	f           func()
-	w           *TimingWheel
-	pos         uint32
+	_    uint64 // state
+	when int64
+	_    <-chan time.Time // C
+	f    func()
+	w    *TimingWheel
+	_    uint32 // pos
 }
 
 var floorSink *floorTimer

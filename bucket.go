@@ -50,7 +50,7 @@ type lane struct {
 	_      [64 - 8 - 24 - 4 - 4 - 16]byte
 }
 
-// A lane ID names a lane in a Timer in 32 bits instead of a pointer:
+// A lane ID names a lane in a timer's state word in 31 bits (see state.go):
 // bits 0-5 the lane, 6-21 the bucket, 22-29 the level plus one (0 for the
 // due bucket), and bit 30 set, so that 0 means "in no lane".
 const (

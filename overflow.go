@@ -78,11 +78,11 @@ func (w *TimingWheel) bucketFor(d, c0 int64) (*bucket, int64) {
 }
 
 // insertOwned links t, which the caller owns (a new timer, or one whose
-// status it set to mutating), and makes it pending in the lane it picks,
-// with state st otherwise. A new timer is not shared yet, so store is
-// false for it: its state is written without an atomic. A timer already due
-// (its deadline is not after the caller's now) goes to the due bucket,
-// which the driver flushes on its next pass.
+// status it set to mutating), and makes it pending in the lane it picks:
+// its state becomes st with that lane. A new timer is not shared yet, so
+// store is false for it and its state is written without an atomic. A
+// timer already due (its deadline is not after the caller's now) goes to
+// the due bucket, which the driver flushes on its next pass.
 func (w *TimingWheel) insertOwned(t *Timer, st uint64, store, due bool) {
 	var b *bucket
 	var exp int64
@@ -147,9 +147,10 @@ func (w *TimingWheel) flush(b *bucket) {
 			j := int(l.limit) - 1
 			for ; j >= 0 && len(batch) < flushBatch; j-- {
 				t := l.items[j]
-				// A timer that is not pending has an owner (a Stop or
-				// Reset waiting for this lock) who removes it: skip it.
-				if s := t.load(); status(s) == statusPending && t.cas(s, withStatus(s, statusMoving)) {
+				// Every timer in the lane is pending in it, and stays so
+				// while the lock is held (see state.go); the swap checks
+				// it all the same.
+				if s := t.load(); status(s) == statusPending && laneOf(s) == l.id && t.cas(s, withStatus(s, statusMoving)) {
 					l.remove(t) // fills index j from above it: seen already
 					batch = append(batch, moved{t, withStatus(s, statusMoving)})
 				}

@@ -11,21 +11,23 @@ import "sync/atomic"
 //	bits 36-63 generation: bumped by every Reset and re-arm, so that a
 //	           periodic run's compare-and-swap on a stale view fails
 //
-// Every transition is a compare-and-swap on this word, which is what makes
-// Stop, Reset and firing race safely: exactly one of them wins. A timer is
-// made pending in a lane only under that lane's lock, after it was added
-// to it; and it leaves the lane under the lock, in the same critical
-// section as the compare-and-swap that takes it out of pending. So
-// whoever holds the lane's lock and swaps a pending state naming that
-// lane knows the timer is in it, which lets Stop take it out with one
-// compare-and-swap inside the lock. Whoever moves a timer out of pending
-// (to mutating or moving) owns it until it stores the next status, and
-// only an owner writes its deadline; the lane's lock guards its items and
-// each timer's position in them.
+// Every transition is an atomic change of this word, which is what makes
+// Stop, Reset and firing race safely: exactly one of them wins. A state
+// pending in a lane changes only under that lane's lock: a timer is added
+// to the lane and then made pending in it, and it is removed from the lane
+// before (in the same critical section as) the change that takes it out of
+// pending. So a timer in a lane is pending in it, and whoever holds the
+// lane's lock and sees a state pending in that lane owns the timer until
+// it unlocks: Stop removes it and stores idle in one critical section.
+// Lock-free transitions (Stop of a moving or periodic timer, Reset of one
+// that is not pending) are compare-and-swaps. Whoever moves a timer out
+// of pending or idle (to mutating or moving) owns it until it stores the
+// next status, and only an owner writes its deadline; the lane's lock
+// guards its items and each timer's position in them.
 //
 //	idle      not scheduled: new, fired, or stopped
-//	pending   in a bucket lane (the lane ID is set before the status), or
-//	          in none if its wheel was stopped
+//	pending   in the bucket lane the word names, or in none (lane 0) if
+//	          its wheel was stopped
 //	moving    taken out of a bucket by the driver, which will fire it or
 //	          link it again; Stop may still cancel it
 //	cancelled stopped while moving: the driver drops it and sets idle
@@ -58,6 +60,9 @@ const (
 
 	generationOne = 1 << 36
 )
+
+// Every lane ID fits the lane bits: this fails to compile otherwise.
+const _ = uint64(laneMask>>laneShift) - (laneIDLinked<<1 - 1)
 
 func status(s uint64) uint64 { return s & statusMask }
 

@@ -10,8 +10,9 @@ import (
 // created by AfterFunc, ScheduleFunc or NewTimer, and is safe for use by
 // many goroutines at once.
 type Timer struct {
-	// state holds the status, the kind and a generation; see state.go. It
-	// is accessed atomically and comes first to be 64-bit aligned.
+	// state holds the status, the kind, the lane while pending and a
+	// generation; see state.go. It is accessed atomically and comes first
+	// to be 64-bit aligned.
 	state uint64
 
 	// when is the deadline in nanoseconds since the wheel started.
@@ -79,9 +80,9 @@ func (t *Timer) stop() bool {
 	}
 }
 
-// unlinkIf swaps t's state from s, a pending state, to next and takes t
-// out of the lane s names, if any. It swaps under the lane's lock, where
-// a pending state naming the lane means t is in it (see state.go). It
+// unlinkIf changes t's state from s, a pending state, to next and takes t
+// out of the lane s names, if any, all under the lane's lock, where a
+// pending state naming the lane means t is in it (see state.go). It
 // returns false, doing nothing, if t's state is no longer s.
 func (t *Timer) unlinkIf(s, next uint64) bool {
 	id := laneOf(s)
@@ -91,12 +92,18 @@ func (t *Timer) unlinkIf(s, next uint64) bool {
 	}
 	l := t.w.laneByID(id)
 	l.mu.Lock()
-	ok := t.cas(s, next)
-	if ok {
-		l.remove(t)
+	if t.load() != s {
+		l.mu.Unlock()
+		return false
 	}
+	// Under l's lock a state pending in l cannot change (every way out of
+	// it takes the lock), so t is ours. Remove it first and only then
+	// publish next: once t is idle, a Reset may push it into another lane
+	// and write its pos.
+	l.remove(t)
+	t.store(next)
 	l.mu.Unlock()
-	return ok
+	return true
 }
 
 // Reset changes the timer to fire after duration d, measured from now. It

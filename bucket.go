@@ -36,18 +36,20 @@ type bucket struct {
 // While the driver flushes the lane, items[:limit] are the timers it has
 // yet to look at, and timers added meanwhile stay after them, so the flush
 // never takes a timer it has just put back. Outside a flush limit is 0.
+// flushing is set for the whole flush, which shrinks the lane once at its
+// end rather than at each removal.
 //
 // Its fields are guarded by mu.
 type lane struct {
-	mu    sync.Mutex
-	items []*Timer
-	limit int32
-	id    uint32 // see laneID
+	mu       sync.Mutex
+	items    []*Timer
+	limit    int32
+	id       uint32 // see laneID
+	flushing bool
 	// inline is where items points while the lane holds at most two
 	// timers: in the lane's own cache line, where cores using other lanes
 	// never write (two small slices allocated apart could share a line).
-	inline [2]*Timer
-	_      [64 - 8 - 24 - 4 - 4 - 16]byte
+	inline [2]*Timer // the lane now fills 64 bytes, one cache line
 }
 
 // A lane ID names a lane in a timer's state word in 31 bits (see state.go):
@@ -154,20 +156,35 @@ func (b *bucket) arm(exp int64, q *delayQueue) {
 	}
 }
 
-// minLaneCap is the capacity a lane keeps when it shrinks.
+// minLaneCap is the capacity a lane keeps when it shrinks, and the least
+// of the spare arrays the driver reuses (see TimingWheel.spares).
 const minLaneCap = 64
 
 // push adds t to l. l.mu must be held.
-func (l *lane) push(t *Timer) {
-	if len(l.items) == len(l.inline) && cap(l.items) == len(l.inline) {
-		// Outgrowing the inline slots (no other slice has their small
-		// capacity): move to the heap and clear them, so they keep no
-		// timer alive.
-		l.items = append(make([]*Timer, 0, 4*len(l.inline)), l.items...)
-		clear(l.inline[:])
+func (l *lane) push(t *Timer) { l.pushInto(t, nil) }
+
+// pushInto adds t to l, moving l's timers into spare, an empty array, if
+// l is full and spare has more room; it reports whether it did. The driver
+// offers the arrays of lanes it emptied, so that lanes that fill and empty
+// on every rotation do not allocate each time. l.mu must be held.
+func (l *lane) pushInto(t *Timer, spare []*Timer) (usedSpare bool) {
+	if n := len(l.items); n == cap(l.items) {
+		// No other slice has the inline slots' small capacity.
+		onInline := n == len(l.inline)
+		switch {
+		case cap(spare) > n:
+			l.items = append(spare[:0], l.items...)
+			usedSpare = true
+		case onInline:
+			l.items = append(make([]*Timer, 0, 4*len(l.inline)), l.items...)
+		}
+		if onInline {
+			clear(l.inline[:]) // so that they keep no timer alive
+		}
 	}
 	t.pos = uint32(len(l.items))
 	l.items = append(l.items, t)
+	return usedSpare
 }
 
 // remove takes t out of l. l.mu must be held and t must be in l.
@@ -184,14 +201,25 @@ func (l *lane) remove(t *Timer) {
 	}
 	l.items[last] = nil
 	l.items = l.items[:last]
-	// Give memory back once the lane has mostly emptied, and all of it
-	// once it is empty.
+	if !l.flushing {
+		l.shrink()
+	}
+}
+
+// shrink gives memory back once the lane has mostly emptied, and all of it
+// once it is empty; it returns the array it let go of when it emptied. A
+// flush calls it once at its end rather than at each removal, so that
+// draining a large lane does not copy it again and again. l.mu must be
+// held.
+func (l *lane) shrink() (released []*Timer) {
 	switch c := cap(l.items); {
 	case len(l.items) == 0 && c > len(l.inline):
+		released = l.items
 		l.items = l.inline[:0]
 	case c > minLaneCap && len(l.items) < c/4:
 		l.items = append(make([]*Timer, 0, max(minLaneCap, 2*len(l.items))), l.items...)
 	}
+	return released
 }
 
 // move puts the timer at index from at index to.

@@ -3,7 +3,9 @@ package timingwheel
 import (
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -62,4 +64,62 @@ func TestLaneShrinksWhenEmptied(t *testing.T) {
 	}
 	require.Empty(t, l.items)
 	require.Equal(t, &l.inline[0], &l.items[:1][0], "an empty lane uses its inline slots again")
+}
+
+// The driver keeps the arrays of lanes it empties and grows the lanes it
+// fills into them, so that a steady stream of timers does not make it
+// allocate.
+func TestDriverReusesLaneArrays(t *testing.T) {
+	w, mock := mockWheel(t, func(c *config) { c.lanes = 1 })
+	for range 200 {
+		w.AfterFunc(time.Millisecond, func() {})
+	}
+	advance(t, w, mock, 2*time.Millisecond)
+	// Sync orders these reads after the driver's writes; it is asleep now.
+	require.Len(t, w.spares, 1, "the emptied lane's array is kept")
+	slots := w.spareSlots
+	require.Equal(t, cap(w.spares[0]), slots)
+	require.GreaterOrEqual(t, slots, 200)
+	for _, tm := range w.spares[0][:cap(w.spares[0])] {
+		require.Nil(t, tm, "a spare array holds no timer")
+	}
+
+	// Timers cascaded from level 1 grow a level-0 lane into a spare: the
+	// one kept above, or the level-1 lane's own array, which the flush
+	// keeps before it moves the timers.
+	base := func(a []*Timer) **Timer { return &a[:1][0] }
+	var fired atomic.Int32
+	for range 100 {
+		w.AfterFunc(600*time.Millisecond, func() { fired.Add(1) })
+	}
+	reusable := map[**Timer]bool{base(w.spares[0]): true}
+	lv1 := w.levels[1].Load()
+	for i := range lv1.buckets {
+		if l := &lv1.buckets[i].lanes[0]; cap(l.items) > len(l.inline) {
+			reusable[base(l.items)] = true
+		}
+	}
+	require.Len(t, reusable, 2)
+	advance(t, w, mock, 400*time.Millisecond) // the level-1 bucket cascades
+	require.Zero(t, fired.Load())
+	lv0 := w.levels[0].Load()
+	var grown *lane
+	for i := range lv0.buckets {
+		if l := &lv0.buckets[i].lanes[0]; len(l.items) > 0 {
+			grown = l
+		}
+	}
+	require.NotNil(t, grown)
+	require.Len(t, grown.items, 100)
+	require.True(t, reusable[base(grown.items)], "the level-0 lane grew into a spare")
+	require.Len(t, w.spares, 1, "and the other one is still kept")
+	advance(t, w, mock, 300*time.Millisecond)
+	require.EqualValues(t, 100, fired.Load())
+	require.Len(t, w.spares, 2, "both kept again once the timers fired")
+	total := 0
+	for _, a := range w.spares {
+		require.True(t, reusable[base(a)])
+		total += cap(a)
+	}
+	require.Equal(t, total, w.spareSlots)
 }

@@ -108,7 +108,13 @@ func (w *TimingWheel) insertOwned(t *Timer, st uint64, store, due bool) {
 func (w *TimingWheel) insertMoved(t *Timer, s uint64, b *bucket, exp int64) {
 	l := b.laneFor(t)
 	l.mu.Lock()
-	l.push(t)
+	if n := len(w.spares); n == 0 {
+		l.push(t)
+	} else if a := w.spares[n-1]; l.pushInto(t, a) {
+		w.spareSlots -= cap(a)
+		w.spares[n-1] = nil
+		w.spares = w.spares[:n-1]
+	}
 	if !t.cas(s, pendingIn(s, l.id)) {
 		l.remove(t)
 		l.mu.Unlock()
@@ -140,6 +146,7 @@ func (w *TimingWheel) flush(b *bucket) {
 		// re-arm b and wait for its next turn.
 		l.mu.Lock()
 		l.limit = int32(len(l.items))
+		l.flushing = true
 		l.mu.Unlock()
 		for more := true; more; {
 			batch := w.batch[:0]
@@ -158,6 +165,8 @@ func (w *TimingWheel) flush(b *bucket) {
 			more = j >= 0
 			if !more {
 				l.limit = 0
+				l.flushing = false
+				w.keepSpare(l.shrink())
 			}
 			l.mu.Unlock()
 			w.batch = batch
@@ -172,6 +181,23 @@ func (w *TimingWheel) flush(b *bucket) {
 				w.fireDue(w.now(), true)
 			}
 		}
+	}
+}
+
+// The driver keeps spare lane arrays of minLaneCap to maxSpareCap slots,
+// maxSpareSlots in all (128 KiB).
+const (
+	maxSpareCap   = 1024
+	maxSpareSlots = 16384
+)
+
+// keepSpare keeps a, the array of a lane the driver emptied (its slots
+// are all nil), for reuse if it is of a size worth keeping and there is
+// room.
+func (w *TimingWheel) keepSpare(a []*Timer) {
+	if c := cap(a); c >= minLaneCap && c <= maxSpareCap && w.spareSlots+c <= maxSpareSlots {
+		w.spares = append(w.spares, a[:0])
+		w.spareSlots += c
 	}
 }
 

@@ -84,7 +84,14 @@ type TimingWheel struct {
 	firedAt time.Time
 	batch   []moved
 	tasks   []func()
-	waiters []syncRequest
+	// spares are empty arrays from lanes the driver emptied, for the
+	// lanes it fills to grow into: a steady stream of timers then makes
+	// the driver allocate nothing, so that it neither brings the next
+	// garbage collection closer nor is made to assist it. spareSlots is
+	// their total capacity, at most maxSpareSlots.
+	spares     [][]*Timer
+	spareSlots int
+	waiters    []syncRequest
 }
 
 // Option configures a TimingWheel.
@@ -400,6 +407,16 @@ func (w *TimingWheel) run() {
 			if wait <= 0 {
 				continue // came due while we flushed
 			}
+			if w.realClock && wait <= preciseWindow {
+				w.approach(wait)
+				if w.stopped.Load() {
+					return
+				}
+				continue
+			}
+			if w.realClock {
+				wait -= preciseWindow // see precisesleep_linux.go
+			}
 			sleep.Reset(wait)
 			armed = true
 		}
@@ -412,6 +429,19 @@ func (w *TimingWheel) run() {
 		case <-w.stopCh:
 			return
 		}
+	}
+}
+
+// approach sleeps for up to preciseStep of wait, the time left until the
+// next bucket is due, and then takes a Sync request or a wake-up that
+// came meanwhile, without waiting for one.
+func (w *TimingWheel) approach(wait time.Duration) {
+	sleepPrecisely(min(wait, preciseStep))
+	select {
+	case r := <-w.syncReqs:
+		w.waiters = append(w.waiters, r)
+	case <-w.queue.wake:
+	default:
 	}
 }
 

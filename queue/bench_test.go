@@ -146,8 +146,8 @@ func BenchmarkOfferRemove(b *testing.B) {
 // it with BenchmarkOfferRemove's same-key figures.
 func BenchmarkOfferRemoveFloor(b *testing.B) {
 	type item struct {
-		due   int64
-		value benchValue
+		due int64
+		_   benchValue // the value
 	}
 	index := make(map[string]*item, benchPending)
 	for _, k := range makeKeys("order-", benchPending) {

@@ -49,7 +49,7 @@ type lane struct {
 	// inline is where items points while the lane holds at most two
 	// timers: in the lane's own cache line, where cores using other lanes
 	// never write (two small slices allocated apart could share a line).
-	inline [2]*Timer // the lane now fills 64 bytes, one cache line
+	inline [2]*Timer // with them the lane fills one 64-byte cache line
 }
 
 // A lane ID names a lane in a timer's state word in 31 bits (see state.go):

@@ -67,15 +67,15 @@ func TestLaneShrinksWhenEmptied(t *testing.T) {
 }
 
 // The driver keeps the arrays of lanes it empties and grows the lanes it
-// fills into them, so that a steady stream of timers does not make it
-// allocate.
+// fills into them rather than into new arrays.
 func TestDriverReusesLaneArrays(t *testing.T) {
 	w, mock := mockWheel(t, func(c *config) { c.lanes = 1 })
 	for range 200 {
 		w.AfterFunc(time.Millisecond, func() {})
 	}
 	advance(t, w, mock, 2*time.Millisecond)
-	// Sync orders these reads after the driver's writes; it is asleep now.
+	// Sync orders these reads after the driver's writes, and the driver
+	// touches the spares only while it flushes, which it does not now.
 	require.Len(t, w.spares, 1, "the emptied lane's array is kept")
 	slots := w.spareSlots
 	require.Equal(t, cap(w.spares[0]), slots)
@@ -84,9 +84,9 @@ func TestDriverReusesLaneArrays(t *testing.T) {
 		require.Nil(t, tm, "a spare array holds no timer")
 	}
 
-	// Timers cascaded from level 1 grow a level-0 lane into a spare: the
-	// one kept above, or the level-1 lane's own array, which the flush
-	// keeps before it moves the timers.
+	// Timers cascaded from level 1 grow a level-0 lane into a spare (the
+	// best fit, which here is the level-1 lane's own array, kept by the
+	// flush before it moves the timers) rather than a new array.
 	base := func(a []*Timer) **Timer { return &a[:1][0] }
 	var fired atomic.Int32
 	for range 100 {

@@ -5,7 +5,7 @@ import "sync"
 // delayQueue is a min-heap of bucket expirations. The driver sleeps until
 // its minimum is due. A bucket may appear more than once when its
 // expiration moved earlier; the driver skips entries whose expiration no
-// longer matches the bucket's (see TimingWheel.advance).
+// longer matches the bucket's (see TimingWheel.fireDue).
 //
 // It is small: one entry per armed bucket, not per timer.
 type delayQueue struct {

@@ -108,12 +108,16 @@ func (w *TimingWheel) insertOwned(t *Timer, st uint64, store, due bool) {
 func (w *TimingWheel) insertMoved(t *Timer, s uint64, b *bucket, exp int64) {
 	l := b.laneFor(t)
 	l.mu.Lock()
-	if n := len(w.spares); n == 0 {
+	if i := w.spareFor(l); i < 0 {
 		l.push(t)
-	} else if a := w.spares[n-1]; l.pushInto(t, a) {
+	} else {
+		a := w.spares[i]
+		l.pushInto(t, a)
 		w.spareSlots -= cap(a)
-		w.spares[n-1] = nil
-		w.spares = w.spares[:n-1]
+		last := len(w.spares) - 1
+		w.spares[i] = w.spares[last]
+		w.spares[last] = nil
+		w.spares = w.spares[:last]
 	}
 	if !t.cas(s, pendingIn(s, l.id)) {
 		l.remove(t)
@@ -199,6 +203,24 @@ func (w *TimingWheel) keepSpare(a []*Timer) {
 		w.spares = append(w.spares, a[:0])
 		w.spareSlots += c
 	}
+}
+
+// spareFor returns the index of the spare array l should grow into, or -1
+// if l has room or no spare fits: the smallest with more room than l has
+// timers and at most four times as much, so a small lane never takes a
+// large array. l.mu must be held.
+func (w *TimingWheel) spareFor(l *lane) int {
+	n := len(l.items)
+	if n < cap(l.items) {
+		return -1
+	}
+	best := -1
+	for i, a := range w.spares {
+		if c := cap(a); c > n && c <= 4*n && (best < 0 || c < cap(w.spares[best])) {
+			best = i
+		}
+	}
+	return best
 }
 
 // settle fires or moves each timer of a batch.

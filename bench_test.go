@@ -223,6 +223,12 @@ func BenchmarkFire(b *testing.B) {
 		defer w.Stop()
 		run(b, func(d time.Duration, f func()) { w.AfterFunc(d, f) })
 	})
+	b.Run("wheel-inline-precise", func(b *testing.B) {
+		w, _ := New(WithExecutor(inline), WithPreciseSleep(true))
+		w.Start()
+		defer w.Stop()
+		run(b, func(d time.Duration, f func()) { w.AfterFunc(d, f) })
+	})
 	b.Run("wheel-goroutine", func(b *testing.B) {
 		w, _ := New()
 		w.Start()

@@ -29,6 +29,7 @@ func init() {
 // Labels of the engines that fire measures; they name the plot's lines.
 const (
 	labelInline    = "wheel, inline executor"
+	labelPrecise   = "wheel, inline executor, precise sleep"
 	labelGoroutine = "wheel, goroutine executor"
 	labelRuntime   = "runtime"
 )
@@ -56,9 +57,10 @@ type fireState struct {
 	done  chan struct{}
 }
 
-// runFire measures the wheel with the inline executor, the wheel with the
-// default goroutine-per-task executor, and the runtime, one after the
-// other, each firing -fire-n timers due across -window.
+// runFire measures the wheel with the inline executor, without and with
+// WithPreciseSleep, the wheel with the default goroutine-per-task
+// executor, and the runtime, one after the other, each firing -fire-n
+// timers due across -window.
 func runFire(e *env) ([]row, error) {
 	n := e.opts.fireN
 	offsets := make([]time.Duration, n)
@@ -68,6 +70,11 @@ func runFire(e *env) ([]row, error) {
 	}
 
 	in, err := fireWheel(e, labelInline, executorInline, offsets)
+	if err != nil {
+		return nil, err
+	}
+	release()
+	ip, err := fireWheel(e, labelPrecise, executorInline, offsets, timingwheel.WithPreciseSleep(true))
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +91,7 @@ func runFire(e *env) ([]row, error) {
 	release()
 
 	e.addLateness(labelInline, in.late)
+	e.addLateness(labelPrecise, ip.late)
 	e.addLateness(labelGoroutine, gr.late)
 	e.addLateness(labelRuntime, rt.late)
 
@@ -91,6 +99,7 @@ func runFire(e *env) ([]row, error) {
 	pair := func(figure, unit string, f func(fireResult) float64) {
 		rows = append(rows,
 			both(figure+" (inline)", unit, f(in), f(rt)),
+			both(figure+" (inline, precise)", unit, f(ip), f(rt)),
 			both(figure+" (goroutine)", unit, f(gr), f(rt)))
 	}
 	win := "window " + e.opts.window.String()
@@ -106,11 +115,11 @@ func runFire(e *env) ([]row, error) {
 }
 
 // fireWheel runs fireOnce on a wheel configured by the flags but with
-// the given executor, whatever -executor says.
-func fireWheel(e *env, label, executor string, offsets []time.Duration) (fireResult, error) {
+// the given executor, whatever -executor says, and the extra options.
+func fireWheel(e *env, label, executor string, offsets []time.Duration, extra ...timingwheel.Option) (fireResult, error) {
 	o := *e.opts
 	o.executor = executor
-	w, err := timingwheel.New(o.wheelOptions()...)
+	w, err := timingwheel.New(append(o.wheelOptions(), extra...)...)
 	if err != nil {
 		return fireResult{}, err
 	}

@@ -105,3 +105,26 @@ func ExampleTimingWheel_NewTimer() {
 	// fast reply
 	// timed out
 }
+
+func ExampleWithPreciseSleep() {
+	// One wheel in the process keeps request deadlines, where a fraction
+	// of a millisecond matters: it sleeps the last stretch before each
+	// bucket precisely (on Linux), with the inline executor.
+	w, err := timingwheel.New(
+		timingwheel.WithPreciseSleep(true),
+		timingwheel.WithExecutor(func(task func()) { task() }),
+	)
+	if err != nil {
+		panic(err)
+	}
+	w.Start()
+	defer w.Stop()
+
+	deadline := time.Now().Add(3 * time.Millisecond)
+	fired := make(chan time.Duration, 1)
+	w.AfterFuncAt(deadline, func() { fired <- time.Since(deadline) })
+	late := <-fired
+	fmt.Println("fired after its deadline:", late >= 0)
+	// Output:
+	// fired after its deadline: true
+}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -112,7 +111,7 @@ func openBolt(path string, opts *bolt.Options) (db *bolt.DB, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if file != nil {
-				_ = syscall.Flock(int(file.Fd()), syscall.LOCK_UN)
+				unlockFile(file)
 				_ = file.Close()
 			}
 			db, err = nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, r)

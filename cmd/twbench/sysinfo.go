@@ -6,19 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 )
-
-// cpuTime returns the user+system CPU time the process has used so far,
-// from getrusage(RUSAGE_SELF).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // cpuModel returns the "model name" of /proc/cpuinfo, or runtime.GOARCH
 // when there is none.

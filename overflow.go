@@ -108,17 +108,7 @@ func (w *TimingWheel) insertOwned(t *Timer, st uint64, store, due bool) {
 func (w *TimingWheel) insertMoved(t *Timer, s uint64, b *bucket, exp int64) {
 	l := b.laneFor(t)
 	l.mu.Lock()
-	if i := w.spareFor(l); i < 0 {
-		l.push(t)
-	} else {
-		a := w.spares[i]
-		l.pushInto(t, a)
-		w.spareSlots -= cap(a)
-		last := len(w.spares) - 1
-		w.spares[i] = w.spares[last]
-		w.spares[last] = nil
-		w.spares = w.spares[:last]
-	}
+	w.pushMoved(l, t)
 	if !t.cas(s, pendingIn(s, l.id)) {
 		l.remove(t)
 		l.mu.Unlock()
@@ -203,6 +193,23 @@ func (w *TimingWheel) keepSpare(a []*Timer) {
 		w.spares = append(w.spares, a[:0])
 		w.spareSlots += c
 	}
+}
+
+// pushMoved adds t to l as push does, growing l into a spare array if it
+// is full and one fits. l.mu must be held.
+func (w *TimingWheel) pushMoved(l *lane, t *Timer) {
+	i := w.spareFor(l)
+	if i < 0 {
+		l.push(t)
+		return
+	}
+	a := w.spares[i]
+	l.pushInto(t, a)
+	w.spareSlots -= cap(a)
+	last := len(w.spares) - 1
+	w.spares[i] = w.spares[last]
+	w.spares[last] = nil
+	w.spares = w.spares[:last]
 }
 
 // spareFor returns the index of the spare array l should grow into, or -1

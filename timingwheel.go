@@ -86,10 +86,9 @@ type TimingWheel struct {
 	batch   []moved
 	tasks   []func()
 	// spares are empty arrays from lanes the driver emptied, for the
-	// lanes it fills to grow into: a steady stream of timers then makes
-	// the driver allocate nothing, so that it neither brings the next
-	// garbage collection closer nor is made to assist it. spareSlots is
-	// their total capacity, at most maxSpareSlots.
+	// lanes it fills to grow into, so that firing makes less garbage and
+	// brings the next collection (which delays timers) less close.
+	// spareSlots is their total capacity, at most maxSpareSlots.
 	spares     [][]*Timer
 	spareSlots int
 	waiters    []syncRequest
@@ -137,17 +136,19 @@ func WithExecutor(run func(task func())) Option { return func(c *config) { c.exe
 // real clock wake closer to each bucket's due time, on Linux. There an
 // idle Go program's runtime timers fire up to a millisecond late (the
 // runtime waits in epoll_wait, whose timeout is in whole milliseconds), so
-// timers fire up to two ticks after their deadline rather than one. With
-// precise sleep the driver sets its runtime timer 1.5 ms early and sleeps
-// the rest in nanosleep calls of at most 0.5 ms, which the kernel ends
-// within about 0.1 ms; new earlier timers, Sync and Stop are heeded
-// between them. The cost: during those sleeps the driver holds an OS
-// thread and its P (a share of GOMAXPROCS), and while timers come due
-// every tick it never parks: here that cost about 60 ms more CPU per
-// second than without, mostly in the runtime's sysmon. Use it for one wheel per process, or a
-// few on many cores; several precise wheels on few cores delay each other
-// and every other goroutine. It has no effect on other systems or with a
-// clock set by WithClock.
+// the driver, which sleeps on one, fires timers up to a tick and a
+// millisecond after their deadline. With precise sleep it sets its
+// runtime timer 1.5 ms early and sleeps the rest in nanosleep calls of at
+// most 0.5 ms, which the kernel ends within about 0.1 ms; new earlier
+// timers, Sync and Stop are heeded between them.
+//
+// The cost: during those sleeps the driver holds an OS thread and its P
+// (a share of GOMAXPROCS), and while timers come due every tick it never
+// parks, which here cost about 60 ms more CPU per second, mostly in the
+// runtime's sysmon. Use it for one wheel per process, or a few on many
+// cores: several precise wheels on few cores delay each other and every
+// other goroutine. It has no effect on other systems or with a clock set
+// by WithClock.
 func WithPreciseSleep(on bool) Option { return func(c *config) { c.precise = on } }
 
 // WithPanicHandler sets the function that receives the value recovered

@@ -70,6 +70,9 @@ func TestLaneShrinksWhenEmptied(t *testing.T) {
 // fills into them rather than into new arrays.
 func TestDriverReusesLaneArrays(t *testing.T) {
 	w, mock := mockWheel(t, func(c *config) { c.lanes = 1 })
+	// A timer every 100ms keeps the driver from idling, which would let
+	// the spares go.
+	busy := w.ScheduleFunc(Every(100*time.Millisecond), func() {})
 	for range 200 {
 		w.AfterFunc(time.Millisecond, func() {})
 	}
@@ -105,7 +108,7 @@ func TestDriverReusesLaneArrays(t *testing.T) {
 	lv0 := w.levels[0].Load()
 	var grown *lane
 	for i := range lv0.buckets {
-		if l := &lv0.buckets[i].lanes[0]; len(l.items) > 0 {
+		if l := &lv0.buckets[i].lanes[0]; grown == nil || len(l.items) > len(grown.items) {
 			grown = l
 		}
 	}
@@ -122,4 +125,10 @@ func TestDriverReusesLaneArrays(t *testing.T) {
 		total += cap(a)
 	}
 	require.Equal(t, total, w.spareSlots)
+
+	// With nothing to do for more than spareIdle, the driver lets them go.
+	require.True(t, busy.Stop())
+	advance(t, w, mock, 200*time.Millisecond)
+	require.Empty(t, w.spares)
+	require.Zero(t, w.spareSlots)
 }

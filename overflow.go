@@ -185,6 +185,14 @@ const (
 	maxSpareSlots = 16384
 )
 
+// dropSpares lets the spare arrays go.
+func (w *TimingWheel) dropSpares() {
+	if len(w.spares) > 0 {
+		clear(w.spares)
+		w.spares, w.spareSlots = w.spares[:0], 0
+	}
+}
+
 // keepSpare keeps a, the array of a lane the driver emptied (its slots
 // are all nil), for reuse if it is of a size worth keeping and there is
 // room.

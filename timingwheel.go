@@ -401,6 +401,11 @@ func (w *TimingWheel) timeAt(ns int64) time.Time {
 	return w.start.Add(time.Duration(ns))
 }
 
+// spareIdle is how long the driver must have nothing to do for it to let
+// its spare arrays go (see TimingWheel.spares), so that a wheel whose
+// stream of timers has stopped keeps no memory for it.
+const spareIdle = time.Second
+
 // run is the driver: it advances the clock to now, flushes every bucket
 // due, and sleeps until the earliest bucket is due or a new bucket becomes
 // the earliest (with WithPreciseSleep, heeding it within a step).
@@ -438,8 +443,13 @@ func (w *TimingWheel) run() {
 				}
 				wait -= preciseWindow
 			}
+			if wait > spareIdle {
+				w.dropSpares()
+			}
 			sleep.Reset(wait)
 			armed = true
+		} else {
+			w.dropSpares()
 		}
 		select {
 		case <-sleep.C:

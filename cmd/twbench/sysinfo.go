@@ -1,7 +1,10 @@
 package main
 
 import (
+	"time"
+
 	"bufio"
+	"github.com/seed64e23a5c/timingwheel/internal/cputime"
 	"os"
 	"runtime"
 	"strconv"
@@ -54,4 +57,11 @@ func procField(path, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// cpuTime returns the user+system CPU time the process has used so far,
+// or 0 where the system does not say.
+func cpuTime() time.Duration {
+	d, _ := cputime.Process()
+	return d
 }

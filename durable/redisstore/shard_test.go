@@ -170,7 +170,7 @@ func TestShardsWakeups(t *testing.T) {
 
 func TestCluster(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a Redis Cluster")
+		t.Skip("-short: starts a 3-node Redis Cluster")
 	}
 	addrs := startCluster(t, 3)
 	newClient := func() *redis.ClusterClient { return clusterClient(t, addrs) }
@@ -362,7 +362,7 @@ func TestQueuesOfShardNamesDoNotShareKeys(t *testing.T) {
 // earliest messages wake it again.
 func TestClusterWakeupsAfterSlotMigration(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a Redis Cluster")
+		t.Skip("-short: starts a 3-node Redis Cluster")
 	}
 	addrs := startCluster(t, 3)
 	newClient := func() *redis.ClusterClient { return clusterClient(t, addrs) }

@@ -1,15 +1,15 @@
 //go:build unix
 
-package timingwheel
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the user+system CPU time of the process, and whether
-// it could.
-func cpuTime() (time.Duration, bool) {
+// Process returns the user+system CPU time the process has used so far,
+// from getrusage(RUSAGE_SELF), and whether it could read it.
+func Process() (time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, false

@@ -1,14 +1,14 @@
 package main
 
 import (
-	"time"
-
 	"bufio"
-	"github.com/seed64e23a5c/timingwheel/internal/cputime"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/seed64e23a5c/timingwheel/internal/cputime"
 )
 
 // cpuModel returns the "model name" of /proc/cpuinfo, or runtime.GOARCH

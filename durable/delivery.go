@@ -79,17 +79,28 @@ func (d *Delivery) Retry(ctx context.Context, after time.Duration) error {
 // than the visibility timeout. It returns ErrLeaseLost, changing nothing,
 // if the lease was lost.
 func (d *Delivery) Extend(ctx context.Context, by time.Duration) error {
-	q := d.q
-	if err := q.call(func() error { return q.store.Extend(ctx, d.ID, d.token, by) }); err != nil {
+	deadline, err := d.extend(ctx, by)
+	if err != nil {
 		return err
 	}
+	d.Deadline = deadline
+	return nil
+}
+
+// extend is Extend without the write to d.Deadline, for Run's lease
+// keeper, which extends while the handler may read d. It returns the new
+// deadline.
+func (d *Delivery) extend(ctx context.Context, by time.Duration) (time.Time, error) {
+	q := d.q
+	if err := q.call(func() error { return q.store.Extend(ctx, d.ID, d.token, by) }); err != nil {
+		return time.Time{}, err
+	}
 	now := q.clock.Now()
-	d.Deadline = now.Add(by)
 	// A shorter lease must be reaped at its new deadline.
 	q.mu.Lock()
 	if !q.closed {
 		armLocked(q.reap, &q.reapAt, now.Add(max(by, 0)))
 	}
 	q.mu.Unlock()
-	return nil
+	return now.Add(by), nil
 }

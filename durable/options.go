@@ -37,6 +37,7 @@ type config struct {
 	clock       clock.Clock
 	wheel       *timingwheel.TimingWheel
 	logger      *slog.Logger
+	observer    Observer
 	// claimAhead is how early Receive claims (see claimAhead); tests of
 	// other behaviour set it to zero.
 	claimAhead time.Duration

@@ -103,7 +103,9 @@ func (q *Queue) handle(ctx context.Context, h Handler, d *Delivery) {
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stopKeeping := q.keepLease(hctx, cancel, d)
+	started := q.clock.Now()
 	err := callHandler(hctx, h, d)
+	q.observe(Event{Kind: EventHandled, ID: d.ID, Attempt: d.Attempt, Duration: q.clock.Since(started), Err: err})
 	stopKeeping()
 
 	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)

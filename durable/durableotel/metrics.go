@@ -1,0 +1,206 @@
+// Package durableotel reports what a durable.Queue does as OpenTelemetry
+// metrics: counts of messages enqueued, delivered, acked, retried, dead
+// and of leases lost; the lateness of each delivery and the duration of
+// each handler of Run as histograms; and the messages pending, in flight
+// and dead as gauges. Prometheus users read them through OpenTelemetry's
+// Prometheus exporter.
+//
+//	m, err := durableotel.New(otel.GetMeterProvider(), durableotel.WithQueueName("orders"))
+//	q, err := durable.Open(path, durable.WithObserver(m))
+//	unregister, err := m.ObserveStats(q)
+//
+// It is a module of its own, so that package durable does not depend on
+// OpenTelemetry.
+package durableotel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// ScopeName is the instrumentation scope of the meter the metrics come
+// from.
+const ScopeName = "github.com/seed64e23a5c/timingwheel/durable/durableotel"
+
+// DefaultStatsInterval is how often, at most, the gauges read the queue's
+// Stats by default.
+const DefaultStatsInterval = 5 * time.Second
+
+// ErrInvalidOption is wrapped by the error New returns for a bad option.
+var ErrInvalidOption = errors.New("durableotel: invalid option")
+
+// Option configures New.
+type Option func(*config)
+
+type config struct {
+	queue         string
+	statsInterval time.Duration
+}
+
+// WithQueueName sets the value of the "queue" attribute every metric
+// carries, so that several queues can share a meter provider. By default
+// there is no such attribute.
+func WithQueueName(name string) Option { return func(c *config) { c.queue = name } }
+
+// WithStatsInterval sets how often, at most, the gauges read the queue's
+// Stats (a store round trip): between two reads, a collection reports the
+// last values read. DefaultStatsInterval by default.
+func WithStatsInterval(d time.Duration) Option { return func(c *config) { c.statsInterval = d } }
+
+// Metrics is a durable.Observer that records a queue's events as
+// OpenTelemetry metrics. Give it to the queue with durable.WithObserver;
+// its methods are safe for concurrent use.
+type Metrics struct {
+	meter metric.Meter
+	cfg   config
+	attrs metric.MeasurementOption
+
+	enqueued, delivered, acked, retried, dead, leaseLost metric.Int64Counter
+	lateness, handlerDuration                            metric.Float64Histogram
+	handledOK, handledFailed                             metric.MeasurementOption
+}
+
+// New returns Metrics whose instruments come from mp's meter named
+// ScopeName.
+func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
+	cfg := config{statsInterval: DefaultStatsInterval}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if mp == nil {
+		return nil, fmt.Errorf("%w: nil MeterProvider", ErrInvalidOption)
+	}
+	if cfg.statsInterval <= 0 {
+		return nil, fmt.Errorf("%w: stats interval %v, want more than 0", ErrInvalidOption, cfg.statsInterval)
+	}
+	m := &Metrics{meter: mp.Meter(ScopeName), cfg: cfg}
+	var base []attribute.KeyValue
+	if cfg.queue != "" {
+		base = append(base, attribute.String("queue", cfg.queue))
+	}
+	m.attrs = metric.WithAttributeSet(attribute.NewSet(base...))
+	m.handledOK = metric.WithAttributeSet(attribute.NewSet(append(base, attribute.String("outcome", "ok"))...))
+	m.handledFailed = metric.WithAttributeSet(attribute.NewSet(append(base, attribute.String("outcome", "error"))...))
+
+	var err error
+	counter := func(name, desc string) metric.Int64Counter {
+		c, e := m.meter.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit("{message}"))
+		err = errors.Join(err, e)
+		return c
+	}
+	m.enqueued = counter("durable.messages.enqueued", "Messages written by Enqueue, new or replacing another.")
+	m.delivered = counter("durable.messages.delivered", "Messages handed out by Receive.")
+	m.acked = counter("durable.messages.acked", "Messages deleted by an Ack.")
+	m.retried = counter("durable.messages.retried", "Failed attempts to be delivered again: Retry, or an expired lease.")
+	m.dead = counter("durable.messages.dead", "Messages sent to the dead letters after their last attempt.")
+	m.leaseLost = counter("durable.leases.lost", "Acks, Retries and Extends that found their lease lost.")
+	histogram := func(name, desc string) metric.Float64Histogram {
+		h, e := m.meter.Float64Histogram(name, metric.WithDescription(desc), metric.WithUnit("s"),
+			metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
+		err = errors.Join(err, e)
+		return h
+	}
+	m.lateness = histogram("durable.delivery.lateness", "How long after its due time each message was handed out.")
+	m.handlerDuration = histogram("durable.handler.duration", "How long each handler of Run took, by outcome.")
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Observe records e. It implements durable.Observer.
+func (m *Metrics) Observe(e durable.Event) {
+	ctx := context.Background()
+	n := int64(e.N)
+	switch e.Kind {
+	case durable.EventEnqueued:
+		m.enqueued.Add(ctx, n, m.attrs)
+	case durable.EventDelivered:
+		m.delivered.Add(ctx, n, m.attrs)
+		m.lateness.Record(ctx, e.Lateness.Seconds(), m.attrs)
+	case durable.EventAcked:
+		m.acked.Add(ctx, n, m.attrs)
+	case durable.EventRetried:
+		m.retried.Add(ctx, n, m.attrs)
+	case durable.EventDead:
+		m.dead.Add(ctx, n, m.attrs)
+	case durable.EventLeaseLost:
+		m.leaseLost.Add(ctx, n, m.attrs)
+	case durable.EventHandled:
+		outcome := m.handledOK
+		if e.Err != nil {
+			outcome = m.handledFailed
+		}
+		m.handlerDuration.Record(ctx, e.Duration.Seconds(), outcome)
+	}
+}
+
+// ObserveStats registers the gauges durable.messages.pending,
+// durable.messages.in_flight and durable.messages.dead_letters, read from
+// q.Stats at most once per stats interval. Call unregister before closing
+// q (or when q is closed, collections skip the gauges).
+func (m *Metrics) ObserveStats(q *durable.Queue) (unregister func() error, err error) {
+	gauge := func(name, desc string) metric.Int64ObservableGauge {
+		g, e := m.meter.Int64ObservableGauge(name, metric.WithDescription(desc), metric.WithUnit("{message}"))
+		err = errors.Join(err, e)
+		return g
+	}
+	pending := gauge("durable.messages.pending", "Messages waiting for their due time or a consumer.")
+	inFlight := gauge("durable.messages.in_flight", "Messages leased to a consumer.")
+	dead := gauge("durable.messages.dead_letters", "Messages in the dead letters.")
+	if err != nil {
+		return nil, err
+	}
+	stats := &cachedStats{q: q, every: m.cfg.statsInterval}
+	reg, err := m.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		st, err := stats.read(ctx)
+		if err != nil {
+			if errors.Is(err, durable.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		o.ObserveInt64(pending, int64(st.Pending), m.attrs)
+		o.ObserveInt64(inFlight, int64(st.InFlight), m.attrs)
+		o.ObserveInt64(dead, int64(st.Dead), m.attrs)
+		return nil
+	}, pending, inFlight, dead)
+	if err != nil {
+		return nil, err
+	}
+	return reg.Unregister, nil
+}
+
+// cachedStats reads a queue's Stats at most once per every.
+type cachedStats struct {
+	q     *durable.Queue
+	every time.Duration
+
+	mu     sync.Mutex
+	last   durable.Stats
+	readAt time.Time // zero before the first read
+	reads  int       // for tests
+}
+
+func (c *cachedStats) read(ctx context.Context) (durable.Stats, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.readAt.IsZero() && time.Since(c.readAt) < c.every {
+		return c.last, nil
+	}
+	st, err := c.q.Stats(ctx)
+	if err != nil {
+		return durable.Stats{}, err
+	}
+	c.last, c.readAt = st, time.Now()
+	c.reads++
+	return st, nil
+}

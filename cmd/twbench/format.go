@@ -1,0 +1,125 @@
+package main
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// maxDecimals is the most decimals a table cell has: a value that rounds
+// to zero at that precision is written as below it ("<0.000001"), never
+// with an exponent.
+const maxDecimals = 6
+
+// timeUnits are the units of time a row may be written in, largest
+// first; each is 1000 of the next.
+var timeUnits = []string{unitSeconds, unitMillis, unitMicros, unitNanos}
+
+// unitNanos is nanoseconds, which the table uses for times below 1µs.
+const unitNanos = "ns"
+
+// formatCells returns the table's OURS and RUNTIME cells of r (RUNTIME
+// "-" when there is none) and the unit they are written in. A time
+// (s, ms, µs) below 1 is moved to the next smaller unit until it reaches
+// 1 or ns, both cells alike, so that 0.00142 s reads 1.42 ms.
+func formatCells(r row) (ours, runtime, unit string) {
+	scale, unit := displayUnit(r)
+	runtime = "-"
+	if r.Runtime != nil {
+		runtime = formatValue(*r.Runtime * scale)
+	}
+	return formatValue(r.Ours * scale), runtime, unit
+}
+
+// displayUnit returns the factor that r's values are multiplied by for
+// the table, and the unit they are then in.
+func displayUnit(r row) (float64, string) {
+	i := slices.Index(timeUnits, r.Unit)
+	if i < 0 {
+		return 1, r.Unit
+	}
+	largest := math.Abs(r.Ours)
+	if r.Runtime != nil {
+		largest = max(largest, math.Abs(*r.Runtime))
+	}
+	scale := 1.0
+	for largest != 0 && largest*scale < 1 && i+1 < len(timeUnits) && !math.IsNaN(largest) {
+		scale *= 1000
+		i++
+	}
+	return scale, timeUnits[i]
+}
+
+// formatValue writes v in fixed notation with about three significant
+// digits: whole numbers and numbers of 1000 or more without decimals and
+// with thousands separators (1,234,567), then 523, 52.3, 5.23, 0.523,
+// 0.00142, down to maxDecimals decimals. Never an exponent.
+func formatValue(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "-"
+	case v == 0:
+		return "0"
+	case a >= 1000 || v == math.Trunc(v):
+		return groupThousands(strconv.FormatFloat(v, 'f', 0, 64))
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case a >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return formatFraction(v)
+}
+
+// formatFraction writes v, with |v| < 1, with three significant digits
+// and no trailing zeros (0.523, 0.0025), or as below the smallest
+// decimal when it has none in the first maxDecimals.
+func formatFraction(v float64) string {
+	decimals := min(2-int(math.Floor(math.Log10(math.Abs(v)))), maxDecimals)
+	s := strconv.FormatFloat(v, 'f', decimals, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	if s == "" || s == "-" || s == "-0" || s == "0" {
+		smallest := "0." + strings.Repeat("0", maxDecimals-1) + "1"
+		if v < 0 {
+			return ">-" + smallest
+		}
+		return "<" + smallest
+	}
+	return s
+}
+
+// groupThousands puts a comma between each group of three digits of an
+// integer written in decimal, with an optional sign.
+func groupThousands(s string) string {
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return sign + b.String()
+}
+
+// formatRatio writes a ratio such as 0.31x, 2.5x or 120x, and one that
+// rounds to zero as <0.01x.
+func formatRatio(q float64) string {
+	switch a := math.Abs(q); {
+	case math.IsNaN(q) || math.IsInf(q, 0):
+		return "-"
+	case a >= 100:
+		return groupThousands(strconv.FormatFloat(q, 'f', 0, 64)) + "x"
+	case a >= 10:
+		return strconv.FormatFloat(q, 'f', 1, 64) + "x"
+	case q != 0 && a < 0.005:
+		return "<0.01x"
+	}
+	return strconv.FormatFloat(q, 'f', 2, 64) + "x"
+}

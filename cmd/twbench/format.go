@@ -19,10 +19,16 @@ var timeUnits = []string{unitSeconds, unitMillis, unitMicros, unitNanos}
 // unitNanos is nanoseconds, which the table uses for times below 1µs.
 const unitNanos = "ns"
 
+// smallTime is the value below which a time moves to a smaller unit in
+// the table. It is below 1 so that the rows of one figure (p50 0.646 ms,
+// p99 1.48 ms) mostly stay in one unit.
+const smallTime = 0.1
+
 // formatCells returns the table's OURS and RUNTIME cells of r (RUNTIME
 // "-" when there is none) and the unit they are written in. A time
-// (s, ms, µs) below 1 is moved to the next smaller unit until it reaches
-// 1 or ns, both cells alike, so that 0.00142 s reads 1.42 ms.
+// (s, ms, µs) whose larger value is below smallTime is moved to the next
+// smaller unit until it is not or reaches ns, both cells alike, so that
+// 0.00142 s reads 1.42 ms.
 func formatCells(r row) (ours, runtime, unit string) {
 	scale, unit := displayUnit(r)
 	runtime = "-"
@@ -44,7 +50,7 @@ func displayUnit(r row) (float64, string) {
 		largest = max(largest, math.Abs(*r.Runtime))
 	}
 	scale := 1.0
-	for largest != 0 && largest*scale < 1 && i+1 < len(timeUnits) && !math.IsNaN(largest) {
+	for largest != 0 && largest*scale < smallTime && i+1 < len(timeUnits) && !math.IsNaN(largest) {
 		scale *= 1000
 		i++
 	}

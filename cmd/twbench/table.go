@@ -8,7 +8,7 @@ import (
 // Widths of the table's columns that do not depend on the scenario
 // names. A longer cell pushes the rest of its row to the right.
 const (
-	figureWidth = 64
+	figureWidth = 66 // the longest figure, queue's heap per pending item, at N=500k
 	valueWidth  = 11 // 999,999,999
 	ratioWidth  = 7  // 0.31x, 1,234x
 )

@@ -27,7 +27,7 @@ func TestFormatValue(t *testing.T) {
 	}
 }
 
-// TestFormatCells checks that a time below 1 moves to a smaller unit,
+// TestFormatCells checks that a time below 0.1 moves to a smaller unit,
 // both cells alike, and that other units stay as they are.
 func TestFormatCells(t *testing.T) {
 	cases := []struct {
@@ -37,12 +37,15 @@ func TestFormatCells(t *testing.T) {
 		{both("CPU", unitSeconds, 0.00538, 0.00583), "5.38", "5.83", unitMillis},
 		{both("CPU", unitSeconds, 0.00142, 2e-05), "1.42", "0.02", unitMillis},
 		{both("wall", unitSeconds, 0.102, 1.5), "0.102", "1.50", unitSeconds},
-		{both("idle CPU", unitMillis, 0.186, 0.181), "186", "181", unitMicros},
+		{both("wall", unitSeconds, 0.0538, 0.06), "53.8", "60", unitMillis},
+		{both("idle CPU", unitMillis, 0.186, 0.181), "0.186", "0.181", unitMillis},
+		{both("idle CPU", unitMillis, 0.0186, 0.0181), "18.6", "18.1", unitMicros},
 		{both("tiny", unitSeconds, 2e-9, 0), "2", "0", unitNanos},
 		{both("tinier", unitMicros, 2e-4, 0), "0.2", "0", unitNanos},
 		{both("lateness", unitMicros, 1049, 541), "1,049", "541", unitMicros},
 		{both("zero", unitSeconds, 0, 0), "0", "0", unitSeconds},
-		{oursOnly("p50", unitMillis, 0.5), "500", "-", unitMicros},
+		{oursOnly("p50", unitMillis, 0.646), "0.646", "-", unitMillis},
+		{oursOnly("p50", unitMillis, 0.05), "50", "-", unitMicros},
 		{both("allocs", unitAllocsOp, 0.0025, 1), "0.0025", "1", unitAllocsOp},
 		{both("ns", unitNsOp, 0.5, 90.1), "0.5", "90.1", unitNsOp},
 	}

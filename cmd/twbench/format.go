@@ -8,9 +8,11 @@ import (
 )
 
 // maxDecimals is the most decimals a table cell has: a value that rounds
-// to zero at that precision is written as below it ("<0.000001"), never
-// with an exponent.
-const maxDecimals = 6
+// to zero at that precision is written as below it ("<0.001"), never
+// with an exponent. Times are moved to a smaller unit before they get
+// there (see formatCells); what is left are amortized counts such as
+// allocs/op, where less than a thousandth is as good as none.
+const maxDecimals = 3
 
 // timeUnits are the units of time a row may be written in, largest
 // first; each is 1000 of the next.
@@ -60,7 +62,8 @@ func displayUnit(r row) (float64, string) {
 // formatValue writes v in fixed notation with about three significant
 // digits: whole numbers and numbers of 1000 or more without decimals and
 // with thousands separators (1,234,567), then 523, 52.3, 5.23, 0.523,
-// 0.00142, down to maxDecimals decimals. Never an exponent.
+// 0.05, down to maxDecimals decimals: 0.001, then <0.001. Never an
+// exponent.
 func formatValue(v float64) string {
 	a := math.Abs(v)
 	switch {
@@ -80,9 +83,9 @@ func formatValue(v float64) string {
 	return formatFraction(v)
 }
 
-// formatFraction writes v, with |v| < 1, with three significant digits
-// and no trailing zeros (0.523, 0.0025), or as below the smallest
-// decimal when it has none in the first maxDecimals.
+// formatFraction writes v, with |v| < 1, with up to three significant
+// digits and maxDecimals decimals, without trailing zeros (0.523, 0.05,
+// 0.003), or as below the smallest decimal when it rounds to zero.
 func formatFraction(v float64) string {
 	decimals := min(2-int(math.Floor(math.Log10(math.Abs(v)))), maxDecimals)
 	s := strconv.FormatFloat(v, 'f', decimals, 64)

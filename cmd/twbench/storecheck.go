@@ -48,7 +48,7 @@ func checkStore(o *options) error {
 		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
 			return fmt.Errorf("-store %s: no answer to PING within %v: %w", redactURL(o.store), storeCheckTimeout, err)
 		}
-		return fmt.Errorf("-store %s: cannot reach Redis: %w", redactURL(o.store), err)
+		return fmt.Errorf("-store %s: no Redis answers there: %w", redactURL(o.store), err)
 	}
 	return nil
 }

@@ -16,9 +16,9 @@ import (
 func TestFormatValue(t *testing.T) {
 	for v, want := range map[float64]string{
 		0: "0", 1_234_567: "1,234,567", -2500: "-2,500", 523.4: "523", 52.34: "52.3",
-		5.234: "5.23", 0.5234: "0.523", 0.0001234: "0.000123", 7: "7", 1: "1",
-		0.00142: "0.00142", 2e-05: "0.00002", 0.0025: "0.0025", 0.5: "0.5", 0.9996: "1",
-		1e-9: "<0.000001", -1e-9: ">-0.000001", 4e-7: "<0.000001", 1e15: "1,000,000,000,000,000",
+		5.234: "5.23", 0.5234: "0.523", 0.05234: "0.052", 7: "7", 1: "1",
+		0.00142: "0.001", 2e-05: "<0.001", 0.0026: "0.003", 0.5: "0.5", 0.9996: "1", 0.0004: "<0.001",
+		1e-9: "<0.001", -1e-9: ">-0.001", -0.25: "-0.25", 1e15: "1,000,000,000,000,000",
 		1.5e12: "1,500,000,000,000", 123456.7: "123,457", math.NaN(): "-", math.Inf(1): "-",
 	} {
 		got := formatValue(v)
@@ -46,7 +46,8 @@ func TestFormatCells(t *testing.T) {
 		{both("zero", unitSeconds, 0, 0), "0", "0", unitSeconds},
 		{oursOnly("p50", unitMillis, 0.646), "0.646", "-", unitMillis},
 		{oursOnly("p50", unitMillis, 0.05), "50", "-", unitMicros},
-		{both("allocs", unitAllocsOp, 0.0025, 1), "0.0025", "1", unitAllocsOp},
+		{both("allocs", unitAllocsOp, 2e-05, 1), "<0.001", "1", unitAllocsOp},
+		{both("bytes", unitBytesOp, 0.00142, 48), "0.001", "48", unitBytesOp},
 		{both("ns", unitNsOp, 0.5, 90.1), "0.5", "90.1", unitNsOp},
 	}
 	for _, c := range cases {

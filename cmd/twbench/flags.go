@@ -81,11 +81,11 @@ const memPerTimer = 200
 // anyway by the memory check.
 const maxCount = 1e12
 
-// usageError is an error in the command line: run prints it with the
-// usage message and exits with status 2.
+// usageError is an error in the command line: run prints it on one line,
+// with a line pointing at -h, and exits with status 2.
 type usageError struct{ msg string }
 
-// Error returns the message, which run prints before the usage.
+// Error returns the message, which run prints after "twbench: ".
 func (e *usageError) Error() string { return e.msg }
 
 // usagef returns a usageError with a formatted message.
@@ -392,16 +392,20 @@ Scenarios, run in this order (default all; flags and names may be mixed):
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fmt.Fprintf(w, `
-Output: the table goes to stdout; progress bars go to stderr only when it is
-a terminal. -plot FILE draws one image with two panels side by side: the
-lateness CDF of the fire scenario (left) and start+stop ns/op against N
-from startstop (right); a panel whose scenario did not run is left out.
+Output: the table goes to stdout, each scenario's rows as soon as it
+finishes; progress bars go to stderr only when it is a terminal. -plot
+FILE draws one image with two panels side by side: the lateness CDF of
+the fire scenario (left) and start+stop ns/op against N from startstop
+(right), captioned with the machine, Go version and date; a panel whose
+scenario did not run is left out.
 
 Before it starts, a run estimates its memory at about %d bytes per pending
 timer per engine and refuses (exit status 1) if /proc/meminfo's
 MemAvailable is smaller. The durable scenario's messages are not counted:
 they are kept on disk, about 400 bytes each, in a temp dir ($TMPDIR).
-Bad flags or arguments exit with status 2.
+With -store redis://..., the server must answer a PING within %v
+before anything runs (exit status 1 otherwise). Bad flags or arguments
+exit with status 2.
 
 Examples:
   twbench -quick
@@ -409,5 +413,5 @@ Examples:
   twbench fire -fire-n 2M -window 4s -plot late.png -json results.json
   twbench durable -pending 100k
   twbench durable -store redis://localhost:6379/0
-`, memPerTimer)
+`, memPerTimer, storeCheckTimeout)
 }

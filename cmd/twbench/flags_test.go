@@ -92,7 +92,8 @@ func TestParseArgsScenariosAndFlagsInterleaved(t *testing.T) {
 	assert.Equal(t, 3, o.goroutines)
 }
 
-// TestRunRejectsBadInput checks that bad flags and arguments exit 2 with the usage.
+// TestRunRejectsBadInput checks that bad flags and arguments exit 2 with
+// two lines: the error, and where the usage is.
 func TestRunRejectsBadInput(t *testing.T) {
 	cases := map[string][]string{
 		"unknown scenario":   {"nosuch"},
@@ -121,8 +122,10 @@ func TestRunRejectsBadInput(t *testing.T) {
 			code := run(args, &stdout, &stderr)
 			assert.Equal(t, 2, code)
 			assert.Empty(t, stdout.String())
-			assert.True(t, strings.HasPrefix(stderr.String(), "twbench: "), stderr.String())
-			assert.Contains(t, stderr.String(), "Usage: twbench")
+			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			require.Len(t, lines, 2, stderr.String())
+			assert.True(t, strings.HasPrefix(lines[0], "twbench: "), lines[0])
+			assert.Equal(t, "Run 'twbench -h' for usage.", lines[1])
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -26,16 +27,20 @@ const cdfPoints = 2000
 // it, zero or early ones included, are drawn at it.
 const minLateness = time.Microsecond
 
-// Size of one panel of the plot.
+// Size of one panel of the plot, and of the caption strip under the
+// panels.
 const (
-	panelWidth  = 6 * vg.Inch
-	panelHeight = 4.5 * vg.Inch
+	panelWidth    = 6 * vg.Inch
+	panelHeight   = 4.5 * vg.Inch
+	captionHeight = vg.Inch / 3
+	captionSize   = 9 // points
 )
 
 // writePlot draws the panels there is data for into path, side by side:
-// the fire scenario's lateness CDF, then startstop's ns/op against N. The
-// format, PNG or SVG, follows the file's extension.
-func writePlot(path string, e *env) error {
+// the fire scenario's lateness CDF, then startstop's ns/op against N,
+// with plotCaption(now) under them. The format, PNG or SVG, follows the
+// file's extension.
+func writePlot(path string, e *env, now time.Time) error {
 	var plots []*plot.Plot
 	if len(e.lateOrder) > 0 {
 		p, err := latenessPlot(e)
@@ -55,7 +60,7 @@ func writePlot(path string, e *env) error {
 		return errors.New("nothing to plot: run the fire or the startstop scenario")
 	}
 
-	w, h := panelWidth*vg.Length(len(plots)), panelHeight
+	w, h := panelWidth*vg.Length(len(plots)), panelHeight+captionHeight
 	var c interface {
 		vg.CanvasSizer
 		io.WriterTo
@@ -70,10 +75,14 @@ func writePlot(path string, e *env) error {
 	}
 	dc := draw.New(c)
 	tiles := draw.Tiles{Rows: 1, Cols: len(plots), PadX: vg.Inch / 4, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
-	canvases := plot.Align([][]*plot.Plot{plots}, tiles, dc)
+	canvases := plot.Align([][]*plot.Plot{plots}, tiles, draw.Crop(dc, 0, 0, captionHeight, 0))
 	for i, p := range plots {
 		p.Draw(canvases[0][i])
 	}
+	caption := plots[0].Title.TextStyle
+	caption.Font.Size = captionSize
+	caption.XAlign, caption.YAlign = draw.XCenter, draw.YCenter
+	dc.FillText(caption, vg.Point{X: dc.Center().X, Y: dc.Min.Y + captionHeight/2}, plotCaption(now))
 
 	f, err := os.Create(path)
 	if err != nil {
@@ -91,8 +100,8 @@ func writePlot(path string, e *env) error {
 func latenessPlot(e *env) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("fire: %s timers over %v", formatCount(e.opts.fireN), e.opts.window)
-	p.X.Label.Text = "lateness (µs, log scale)"
-	p.Y.Label.Text = "fraction of timers fired"
+	p.X.Label.Text = "lateness (µs, log scale; lower is better)"
+	p.Y.Label.Text = "fraction of timers fired by then (higher is better)"
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Y.Min, p.Y.Max = 0, 1
@@ -140,7 +149,7 @@ func startStopPlot(points []startstopPoint) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "startstop: AfterFunc(1s)+Stop"
 	p.X.Label.Text = "timers pending (" + unit + ")"
-	p.Y.Label.Text = "ns per start+stop"
+	p.Y.Label.Text = "ns per start+stop (lower is better)"
 	// Room above the lines for the legend.
 	p.X.Min, p.Y.Min, p.Y.Max = 0, 0, maxNs*1.3
 	p.X.Tick.Marker = plainTicks{}
@@ -175,4 +184,11 @@ func (plainTicks) Ticks(min, max float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// plotCaption describes the run under the plot: the machine (CPU model,
+// cores), the Go version and the date.
+func plotCaption(now time.Time) string {
+	return fmt.Sprintf("%s, %d cores (GOMAXPROCS %d), %s, %s",
+		cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), now.Format("2006-01-02"))
 }

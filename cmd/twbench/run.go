@@ -9,9 +9,10 @@ import (
 )
 
 // run is the whole program: it parses args, checks that the run fits in
-// memory, runs the scenarios and writes the table, the JSON and the plot.
-// It returns the exit status: 0 on success, 1 when a run cannot be done
-// or fails, 2 for bad flags or arguments.
+// memory and that its store answers, runs the scenarios, writing each
+// one's rows to the table as soon as it finishes, and writes the JSON
+// and the plot. It returns the exit status: 0 on success, 1 when a run
+// cannot be done or fails, 2 for bad flags or arguments.
 func run(args []string, stdout, stderr io.Writer) int {
 	o, err := parseArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -19,40 +20,39 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "twbench: %v\n\n", err)
-		printUsage(stderr)
+		fmt.Fprintf(stderr, "twbench: %v\n%s\n", err, usageHint)
 		return 2
 	}
 	if err := checkMemory(o); err != nil {
 		fmt.Fprintf(stderr, "twbench: %v\n", err)
 		return 1
 	}
-
-	e := newEnv(o, stderr)
-	var rows []row
-	for _, s := range o.scenarios {
-		// Start each scenario from a settled heap: what an earlier one
-		// freed (gigabytes after startstop at 10M) is collected and given
-		// back now, not by the scavenger while this one measures.
-		release()
-		rs, err := s.run(e)
-		if err != nil {
-			fmt.Fprintf(stderr, "twbench: %s: %v\n", s.name, err)
-			return 1
-		}
-		for i := range rs {
-			rs[i].Scenario = s.name
-		}
-		rows = append(rows, rs...)
+	silenceRedisLog()
+	if err := checkStore(o); err != nil {
+		fmt.Fprintf(stderr, "twbench: %v\n", err)
+		return 1
 	}
 
 	tableOut := stdout
 	if o.jsonPath == "-" {
 		tableOut = stderr
 	}
-	if err := writeTable(tableOut, rows); err != nil {
+	e := newEnv(o, stderr)
+	table := newTableWriter(tableOut, scenarioNames())
+	rows, err := runScenarios(e, o.scenarios, table)
+	if err != nil {
+		fmt.Fprintf(stderr, "twbench: %v\n", err)
+		return 1
+	}
+	if err := table.finish(); err != nil {
 		fmt.Fprintf(stderr, "twbench: writing the table: %v\n", err)
 		return 1
+	}
+	if o.quick {
+		if err := writeLatenessNote(tableOut, o); err != nil {
+			fmt.Fprintf(stderr, "twbench: writing the table: %v\n", err)
+			return 1
+		}
 	}
 	if o.jsonPath != "" {
 		if err := writeJSON(o.jsonPath, stdout, newReport(args, o, rows, time.Now())); err != nil {
@@ -61,12 +61,40 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if o.plotPath != "" {
-		if err := writePlot(o.plotPath, e); err != nil {
+		if err := writePlot(o.plotPath, e, time.Now()); err != nil {
 			fmt.Fprintf(stderr, "twbench: writing the plot: %v\n", err)
 			return 1
 		}
 	}
 	return 0
+}
+
+// usageHint is the line under a command-line error.
+const usageHint = "Run 'twbench -h' for usage."
+
+// runScenarios runs scenarios in order, writing each one's rows to table
+// as soon as it finishes, and returns all their rows. It stops at the
+// first that fails; the rows of those before it are in the table.
+func runScenarios(e *env, scenarios []scenario, table *tableWriter) ([]row, error) {
+	var rows []row
+	for _, s := range scenarios {
+		// Start each scenario from a settled heap: what an earlier one
+		// freed (gigabytes after startstop at 10M) is collected and given
+		// back now, not by the scavenger while this one measures.
+		release()
+		rs, err := s.run(e)
+		if err != nil {
+			return rows, fmt.Errorf("%s: %w", s.name, err)
+		}
+		for i := range rs {
+			rs[i].Scenario = s.name
+		}
+		if err := table.writeRows(rs); err != nil {
+			return rows, fmt.Errorf("writing the table: %w", err)
+		}
+		rows = append(rows, rs...)
+	}
+	return rows, nil
 }
 
 // checkMemory refuses a run whose pending timers would not fit in the

@@ -7,8 +7,11 @@ import (
 	_ "image/png"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -195,12 +198,31 @@ func TestEachScenarioAlone(t *testing.T) {
 // TestPlotSVG checks that a .svg plot is an SVG document.
 func TestPlotSVG(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "late.svg")
+	day := time.Now().Format("2006-01-02")
 	tinyRun(t, "-plot", path, "startstop", "fire")
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	s := string(data)
 	assert.True(t, strings.HasPrefix(s, "<?xml") || strings.Contains(s, "<svg"), "not an SVG: %.80q", s)
 	assert.Contains(t, s, "</svg>")
+	assert.Contains(t, s, "ns per start+stop (lower is better)")
+	assert.Contains(t, s, "lateness (µs, log scale; lower is better)")
+	assert.Contains(t, s, "fraction of timers fired by then (higher is better)")
+	assert.Contains(t, s, runtime.Version(), "the caption")
+	if !strings.Contains(s, day) { // unless midnight passed meanwhile
+		assert.Contains(t, s, time.Now().Format("2006-01-02"), "the caption")
+	}
+}
+
+// TestPlotCaption checks that the caption names the machine, the Go
+// version and the date.
+func TestPlotCaption(t *testing.T) {
+	c := plotCaption(time.Date(2026, 11, 24, 10, 30, 0, 0, time.UTC))
+	assert.Contains(t, c, cpuModel())
+	assert.Contains(t, c, strconv.Itoa(runtime.NumCPU())+" cores")
+	assert.Contains(t, c, "GOMAXPROCS "+strconv.Itoa(runtime.GOMAXPROCS(0)))
+	assert.Contains(t, c, runtime.Version())
+	assert.Contains(t, c, "2026-11-24")
 }
 
 // TestPlotOnePanel draws the plot when only startstop ran.

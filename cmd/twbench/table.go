@@ -3,19 +3,46 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
-	"strconv"
-	"strings"
-	"text/tabwriter"
 )
 
-// writeTable writes rows as an aligned table: scenario, figure, ours,
-// runtime, ratio (ours/runtime) and unit. The scenario is named on its
-// first row only; figures only the wheel has show "-" for runtime and
-// ratio.
-func writeTable(w io.Writer, rows []row) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tFIGURE\tOURS\tRUNTIME\tRATIO\tUNIT")
+// Widths of the table's columns that do not depend on the scenario
+// names. A longer cell pushes the rest of its row to the right.
+const (
+	figureWidth = 66 // the longest figure, queue's heap per pending item, at N=500k
+	valueWidth  = 11 // 999,999,999
+	ratioWidth  = 7  // 0.31x, 1,234x
+)
+
+// ratioLegend is the line under the table that says how to read RATIO.
+const ratioLegend = "ratio = ours/runtime: below 1x is better for times, bytes, allocs, lateness and CPU; above 1x for ops/s, expiries/s and scaling."
+
+// tableWriter writes the table a scenario at a time, in columns of fixed
+// width, so that each scenario's rows can go out as soon as it finishes
+// and still line up with the others: scenario (named on its first row
+// only), figure, ours, runtime, ratio (ours/runtime) and unit. Figures
+// only the wheel has show "-" for runtime and ratio.
+type tableWriter struct {
+	w         io.Writer
+	nameWidth int
+	started   bool
+}
+
+// newTableWriter returns a table writer to w whose scenario column fits
+// every name of names.
+func newTableWriter(w io.Writer, names []string) *tableWriter {
+	t := &tableWriter{w: w, nameWidth: len("SCENARIO")}
+	for _, n := range names {
+		t.nameWidth = max(t.nameWidth, len(n))
+	}
+	return t
+}
+
+// writeRows writes the rows of one scenario, after the header if they
+// are the first.
+func (t *tableWriter) writeRows(rows []row) error {
+	if err := t.header(); err != nil {
+		return err
+	}
 	last := ""
 	for _, r := range rows {
 		name := r.Scenario
@@ -23,70 +50,40 @@ func writeTable(w io.Writer, rows []row) error {
 			name = ""
 		}
 		last = r.Scenario
-		rt, ratio := "-", "-"
-		if r.Runtime != nil {
-			rt = formatValue(*r.Runtime)
-		}
+		ours, rt, unit := formatCells(r)
+		ratio := "-"
 		if q, ok := r.ratio(); ok {
 			ratio = formatRatio(q)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, r.Figure, formatValue(r.Ours), rt, ratio, r.Unit)
+		if err := t.line(name, r.Figure, ours, rt, ratio, unit); err != nil {
+			return err
+		}
 	}
-	if err := tw.Flush(); err != nil {
+	return nil
+}
+
+// finish ends the table with the legend of the ratio column.
+func (t *tableWriter) finish() error {
+	if err := t.header(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(w, "\nratio = ours/runtime: below 1x is better for times, bytes, allocs, lateness and CPU; above 1x for ops/s, expiries/s and scaling.")
+	_, err := fmt.Fprintf(t.w, "\n%s\n", ratioLegend)
 	return err
 }
 
-// formatValue writes v with about three significant digits, whole
-// numbers as such, and numbers of 1000 or more with thousands separators:
-// 1,000,000, 523, 52.3, 5.23, 0.523, 7.
-func formatValue(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0):
-		return "-"
-	case v == 0:
-		return "0"
-	case a >= 1000 || v == math.Trunc(v):
-		return groupThousands(strconv.FormatFloat(v, 'f', 0, 64))
-	case a >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	case a >= 1:
-		return strconv.FormatFloat(v, 'f', 2, 64)
+// header writes the header line, once.
+func (t *tableWriter) header() error {
+	if t.started {
+		return nil
 	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
+	t.started = true
+	return t.line("SCENARIO", "FIGURE", "OURS", "RUNTIME", "RATIO", "UNIT")
 }
 
-// groupThousands puts a comma between each group of three digits of an
-// integer written in decimal, with an optional sign.
-func groupThousands(s string) string {
-	sign := ""
-	if strings.HasPrefix(s, "-") {
-		sign, s = "-", s[1:]
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return sign + b.String()
-}
-
-// formatRatio writes a ratio such as 0.31x, 2.5x or 120x.
-func formatRatio(q float64) string {
-	switch a := math.Abs(q); {
-	case math.IsNaN(q) || math.IsInf(q, 0):
-		return "-"
-	case a >= 100:
-		return strconv.FormatFloat(q, 'f', 0, 64) + "x"
-	case a >= 10:
-		return strconv.FormatFloat(q, 'f', 1, 64) + "x"
-	}
-	return strconv.FormatFloat(q, 'f', 2, 64) + "x"
+// line writes one line of cells in their columns: text on the left,
+// numbers on the right.
+func (t *tableWriter) line(name, figure, ours, runtime, ratio, unit string) error {
+	_, err := fmt.Fprintf(t.w, "%-*s  %-*s  %*s  %*s  %*s  %s\n",
+		t.nameWidth, name, figureWidth, figure, valueWidth, ours, valueWidth, runtime, ratioWidth, ratio, unit)
+	return err
 }

@@ -5,8 +5,14 @@
 // in a file, so stopping the program (even with kill -9) loses nothing:
 // run it again and it closes the orders that came due meanwhile.
 //
+// The file is the one -db names, by default timingwheel/orders.db in the
+// user's cache directory (os.UserCacheDir, such as ~/.cache on Linux), or
+// in os.TempDir when there is none; never in the working directory unless
+// -db says so. Its directory is created if needed.
+//
 //	go run ./examples/ordertimeout -orders 5 -delay 10s   # stop it with Ctrl-C after a few seconds
 //	go run ./examples/ordertimeout -orders 0              # the 5 orders are closed when due
+//	go run ./examples/ordertimeout -db /tmp/shop.db       # the queue in a file of your own
 package main
 
 import (
@@ -19,12 +25,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
+// config is the command line's settings.
 type config struct {
 	db      string
 	orders  int
@@ -40,13 +48,13 @@ type order struct {
 }
 
 func main() {
-	var c config
-	flag.StringVar(&c.db, "db", "orders.db", "the `file` that keeps the queue")
-	flag.IntVar(&c.orders, "orders", 5, "new orders to place; 0 only closes the ones already queued")
-	flag.DurationVar(&c.delay, "delay", 30*time.Minute, "how long an order may stay unpaid")
-	flag.Float64Var(&c.payRate, "pay", 0.4, "the share of new orders that get paid, at once")
-	flag.StringVar(&c.prefix, "prefix", time.Now().Format("150405"), "prefix of the new orders' IDs")
-	flag.Parse()
+	c, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		os.Exit(2) // the flag package has said what is wrong
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, c, os.Stdout); err != nil && !errors.Is(err, context.Canceled) {
@@ -55,9 +63,37 @@ func main() {
 	}
 }
 
+// parseFlags reads the command line, writing its errors and usage to
+// errOut.
+func parseFlags(args []string, errOut io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("ordertimeout", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.StringVar(&c.db, "db", defaultDB(), "the `file` that keeps the queue")
+	fs.IntVar(&c.orders, "orders", 5, "new orders to place; 0 only closes the ones already queued")
+	fs.DurationVar(&c.delay, "delay", 30*time.Minute, "how long an order may stay unpaid")
+	fs.Float64Var(&c.payRate, "pay", 0.4, "the share of new orders that get paid, at once")
+	fs.StringVar(&c.prefix, "prefix", time.Now().Format("150405"), "prefix of the new orders' IDs")
+	return c, fs.Parse(args)
+}
+
+// defaultDB is where the queue's file is kept without -db:
+// timingwheel/orders.db in the user's cache directory, or in the temp
+// directory when there is none.
+func defaultDB() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "timingwheel", "orders.db")
+}
+
 // run places c.orders orders, pays some, and closes unpaid ones as they
 // come due, until ctx ends.
 func run(ctx context.Context, c config, out io.Writer) error {
+	if err := os.MkdirAll(filepath.Dir(c.db), 0o700); err != nil {
+		return err
+	}
 	q, err := durable.Open(c.db)
 	if err != nil {
 		return err

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -71,4 +73,95 @@ func TestUnpaidOrdersAreClosedAfterARestart(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, wantClosed, closed)
+}
+
+// placeAndStop runs the program with args until it has placed its orders,
+// then stops it, and returns the config it ran with.
+func placeAndStop(t *testing.T, args ...string) config {
+	t.Helper()
+	c, err := parseFlags(append([]string{"-orders", "2", "-delay", "1h", "-pay", "0"}, args...), io.Discard)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &syncbuf.Buffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, c, out) }()
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "unpaid orders waiting") },
+		10*time.Second, time.Millisecond, "output: %s", out.String())
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	assert.Contains(t, out.String(), "2 unpaid orders waiting in "+c.db)
+	return c
+}
+
+// isolate runs the test in an empty working directory with a cache
+// directory of its own, and returns both.
+func isolate(t *testing.T) (cwd, cache string) {
+	t.Helper()
+	cwd, cache = t.TempDir(), t.TempDir()
+	t.Chdir(cwd)
+	t.Setenv("XDG_CACHE_HOME", cache) // Linux and the BSDs
+	t.Setenv("HOME", cache)           // macOS: $HOME/Library/Caches
+	t.Setenv("LocalAppData", cache)   // Windows
+	return cwd, cache
+}
+
+// TestDefaultDBIsInTheCacheDir checks that, without -db, the queue's file
+// goes to the user's cache directory and nothing to the working
+// directory.
+func TestDefaultDBIsInTheCacheDir(t *testing.T) {
+	cwd, _ := isolate(t)
+	userCache, err := os.UserCacheDir()
+	require.NoError(t, err)
+	want := filepath.Join(userCache, "timingwheel", "orders.db")
+
+	c := placeAndStop(t)
+	assert.Equal(t, want, c.db)
+	assert.FileExists(t, want)
+	entries, err := os.ReadDir(cwd)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the run wrote in the working directory")
+}
+
+// TestDefaultDBFallsBackToTheTempDir checks that, without a cache
+// directory, the queue's file goes to the temp directory.
+func TestDefaultDBFallsBackToTheTempDir(t *testing.T) {
+	cwd, _ := isolate(t)
+	tmp := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", "")
+	t.Setenv("LocalAppData", "")
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv("TMP", tmp)
+	_, err := os.UserCacheDir()
+	require.Error(t, err, "the environment leaves no cache directory")
+
+	c := placeAndStop(t)
+	assert.Equal(t, filepath.Join(os.TempDir(), "timingwheel", "orders.db"), c.db)
+	assert.FileExists(t, c.db)
+	entries, err := os.ReadDir(cwd)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "the run wrote in the working directory")
+}
+
+// TestDBFlag checks that -db puts the queue's file where it says,
+// creating its directory, and nowhere else.
+func TestDBFlag(t *testing.T) {
+	cwd, cache := isolate(t)
+	path := filepath.Join(t.TempDir(), "shop", "queue.db")
+
+	c := placeAndStop(t, "-db", path)
+	assert.Equal(t, path, c.db)
+	assert.FileExists(t, path)
+	assert.NoFileExists(t, defaultDB())
+	for _, dir := range []string{cwd, cache} {
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		assert.Empty(t, entries, "the run wrote in %s", dir)
+	}
+
+	// A relative -db is relative to the working directory, as asked.
+	c = placeAndStop(t, "-db", "here.db")
+	assert.Equal(t, "here.db", c.db)
+	assert.FileExists(t, filepath.Join(cwd, "here.db"))
 }

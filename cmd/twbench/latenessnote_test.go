@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLatenessNote checks that the note is two lines naming the tick and
+// the runtime timer, and only when fire or queue ran.
+func TestLatenessNote(t *testing.T) {
+	for _, args := range [][]string{{"-quick", "fire"}, {"-quick", "queue", "idle"}, {"-quick"}} {
+		o, err := parseArgs(args)
+		require.NoError(t, err)
+		var b bytes.Buffer
+		require.NoError(t, writeLatenessNote(&b, o))
+		lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+		require.Len(t, lines, 2, "%v", args)
+		assert.Contains(t, lines[0], "at the end of its 1ms tick")
+		assert.Contains(t, lines[1], "runtime timer")
+	}
+	o, err := parseArgs([]string{"-quick", "-tick", "5ms", "fire"})
+	require.NoError(t, err)
+	var b bytes.Buffer
+	require.NoError(t, writeLatenessNote(&b, o))
+	assert.Contains(t, b.String(), "at the end of its 5ms tick")
+
+	o, err = parseArgs([]string{"-quick", "idle", "startstop"})
+	require.NoError(t, err)
+	b.Reset()
+	require.NoError(t, writeLatenessNote(&b, o))
+	assert.Empty(t, b.String())
+}
+
+// TestRunWritesTheLatenessNoteUnderQuick checks that run puts the note
+// under the table of a -quick run, and not under a run at full size.
+func TestRunWritesTheLatenessNoteUnderQuick(t *testing.T) {
+	stdout, _ := tinyRun(t, "-quick", "fire")
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	require.Greater(t, len(lines), 3)
+	assert.Equal(t, ratioLegend, lines[len(lines)-3])
+	assert.Contains(t, lines[len(lines)-2], "level-0")
+
+	stdout, _ = tinyRun(t, "fire")
+	assert.NotContains(t, stdout, "level-0")
+	assert.True(t, strings.HasSuffix(stdout, ratioLegend+"\n"))
+}

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -89,7 +90,7 @@ func defaultDB() string {
 }
 
 // run places c.orders orders, pays some, and closes unpaid ones as they
-// come due, until ctx ends.
+// come due, until ctx ends (then it returns nil).
 func run(ctx context.Context, c config, out io.Writer) error {
 	if err := os.MkdirAll(filepath.Dir(c.db), 0o700); err != nil {
 		return err
@@ -124,24 +125,20 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "%d unpaid orders waiting in %s\n", st.Pending+st.InFlight, c.db)
 
-	for {
-		d, err := q.Receive(ctx)
-		if err != nil {
-			return err
-		}
+	// The consumer: Run hands each order that comes due to the handler, up to
+	// 4 at once, acks it when the handler returns nil and retries it when
+	// it returns an error, until ctx ends.
+	var outMu sync.Mutex
+	return q.Run(ctx, 4, func(ctx context.Context, d *durable.Delivery) error {
 		var o order
 		if err := json.Unmarshal(d.Payload, &o); err != nil {
-			// A bad payload will not get better: let it die after its attempts.
-			fmt.Fprintf(out, "bad order %s: %v\n", d.ID, err)
-			if err := d.Retry(ctx, 0); err != nil {
-				return err
-			}
-			continue
+			// A bad payload will not get better: it dies after its attempts.
+			return fmt.Errorf("bad order %s: %w", d.ID, err)
 		}
 		// Closing an order must be idempotent: delivery is at least once.
+		outMu.Lock()
+		defer outMu.Unlock()
 		fmt.Fprintf(out, "closed unpaid %s (%.2f), %v after its due time\n", o.ID, o.Amount, time.Since(d.Due).Round(time.Millisecond))
-		if err := d.Ack(ctx); err != nil {
-			return err
-		}
-	}
+		return nil
+	})
 }

@@ -53,6 +53,36 @@ func ReceiveAckRate(ctx context.Context, q *durable.Queue, consumers, n int) (fl
 	return float64(n) / time.Since(start).Seconds(), err
 }
 
+// RunRate has q.Run with workers handlers receive and ack n messages, due
+// already (see Preload), and returns receive+acks per second: the same
+// work as ReceiveAckRate, through the runner.
+func RunRate(ctx context.Context, q *durable.Queue, workers, n int) (float64, error) {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var handled atomic.Int64
+	start := time.Now()
+	var once sync.Once
+	err := q.Run(ctx, workers, func(context.Context, *durable.Delivery) error {
+		if handled.Add(1) == int64(n) {
+			// The last ack follows this return; Run waits for it.
+			once.Do(stop)
+		}
+		return nil
+	})
+	elapsed := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	st, err := q.Stats(context.WithoutCancel(ctx))
+	if err != nil {
+		return 0, err
+	}
+	if left := st.Pending + st.InFlight; left != 0 {
+		return 0, fmt.Errorf("durablebench: %d messages left after Run handled %d", left, handled.Load())
+	}
+	return float64(n) / elapsed.Seconds(), nil
+}
+
 // Lateness enqueues n messages due at random instants spread over window
 // from now, has consumers goroutines receive and ack them, and returns how
 // late each was received after its due time, sorted. A message received

@@ -58,7 +58,6 @@ type TimingWheel struct {
 
 	clock     clock.Clock
 	realClock bool
-	precise   bool // sleep the last stretch precisely; see WithPreciseSleep
 	start     time.Time
 	exec      func(task func())
 	onPanic   func(recovered any)
@@ -104,7 +103,6 @@ type config struct {
 	clockSet  bool
 	exec      func(task func())
 	onPanic   func(recovered any)
-	precise   bool
 	lanes     int // lanes per bucket; 0 for the default (tests set it)
 	levels    int // a cap on the levels; 0 for none (tests set it)
 }
@@ -132,24 +130,13 @@ func WithClock(c clock.Clock) Option {
 // handed to run already recover their own panics.
 func WithExecutor(run func(task func())) Option { return func(c *config) { c.exec = run } }
 
-// WithPreciseSleep, when on is true, makes the driver of a wheel on the
-// real clock wake closer to each bucket's due time, on Linux. There an
-// idle Go program's runtime timers fire up to a millisecond late (the
-// runtime waits in epoll_wait, whose timeout is in whole milliseconds), so
-// the driver, which sleeps on one, fires timers up to a tick and a
-// millisecond after their deadline. With precise sleep it sets its
-// runtime timer 1.5 ms early and sleeps the rest in nanosleep calls of at
-// most 0.5 ms, which the kernel ends within about 0.1 ms; new earlier
-// timers, Sync and Stop are heeded between them.
-//
-// The cost: during those sleeps the driver holds an OS thread and its P
-// (a share of GOMAXPROCS), and while timers come due every tick it never
-// parks, which here cost about 60 ms more CPU per second, mostly in the
-// runtime's sysmon. Use it for one wheel per process, or a few on many
-// cores: several precise wheels on few cores delay each other and every
-// other goroutine. It has no effect on other systems or with a clock set
-// by WithClock.
-func WithPreciseSleep(on bool) Option { return func(c *config) { c.precise = on } }
+// WithPreciseSleep has no effect; it is kept so that programs using it
+// still build. It made the driver of a wheel on the real clock, on Linux,
+// hold a thread and its P in nanosleep for the last 1.5 ms before each
+// bucket, to wake closer to its due time than a runtime timer does. The
+// driver now wakes on a timerfd watched by the runtime's netpoller (see
+// New), which is closer still and holds neither, for every wheel.
+func WithPreciseSleep(on bool) Option { return func(*config) {} }
 
 // WithPanicHandler sets the function that receives the value recovered
 // from a panicking task. The default logs it with its stack. Either way the
@@ -227,7 +214,6 @@ func newWheel(cfg config) (*TimingWheel, error) {
 		lanes:     lanes,
 		clock:     cfg.clock,
 		realClock: realClock,
-		precise:   realClock && cfg.precise && preciseWindow > 0,
 		exec:      cfg.exec,
 		onPanic:   cfg.onPanic,
 		queue:     newDelayQueue(),
@@ -408,12 +394,11 @@ const spareIdle = time.Second
 
 // run is the driver: it advances the clock to now, flushes every bucket
 // due, and sleeps until the earliest bucket is due or a new bucket becomes
-// the earliest (with WithPreciseSleep, heeding it within a step).
+// the earliest. Its alarm wakes it at the instant (see alarm.go).
 func (w *TimingWheel) run() {
 	defer close(w.exited)
-	sleep := w.clock.Timer(time.Hour)
-	sleep.Stop()
-	armed := false
+	al := newAlarm(w.clock, w.realClock)
+	defer al.close()
 	for {
 		now := w.now()
 		if !w.fireDue(now, false) {
@@ -421,58 +406,30 @@ func (w *TimingWheel) run() {
 		}
 		w.releaseWaiters(now)
 
-		if armed && !sleep.Stop() {
-			drain(sleep.C)
-		}
-		armed = false
 		if next, ok := w.queue.peek(); ok {
-			wait := time.Duration(math.MaxInt64)
-			if next < math.MaxInt64/w.tick {
-				wait = time.Duration(next*w.tick - w.now())
-			}
+			wait := time.Duration(next - w.now())
 			if wait <= 0 {
 				continue // came due while we flushed
-			}
-			if w.precise {
-				if wait <= preciseWindow {
-					w.approach(wait)
-					if w.stopped.Load() {
-						return
-					}
-					continue
-				}
-				wait -= preciseWindow
 			}
 			if wait > spareIdle {
 				w.dropSpares()
 			}
-			sleep.Reset(wait)
-			armed = true
+			al.set(next, wait)
 		} else {
+			al.stop()
 			w.dropSpares()
 		}
 		select {
-		case <-sleep.C:
-			armed = false
+		case <-al.timerC():
+			al.timerFired()
+		case <-al.wakeupC():
+			al.wakeupFired(w.now())
 		case <-w.queue.wake:
 		case r := <-w.syncReqs:
 			w.waiters = append(w.waiters, r)
 		case <-w.stopCh:
 			return
 		}
-	}
-}
-
-// approach sleeps for up to preciseStep of wait, the time left until the
-// next bucket is due, and then takes a Sync request or a wake-up that
-// came meanwhile, without waiting for one.
-func (w *TimingWheel) approach(wait time.Duration) {
-	sleepPrecisely(min(wait, preciseStep))
-	select {
-	case r := <-w.syncReqs:
-		w.waiters = append(w.waiters, r)
-	case <-w.queue.wake:
-	default:
 	}
 }
 
@@ -490,12 +447,12 @@ func (w *TimingWheel) advanceClock(now int64) int64 {
 // only level-0 and due buckets, as far as they come first. It returns
 // false if the wheel was stopped meanwhile.
 func (w *TimingWheel) fireDue(now int64, fineOnly bool) bool {
-	nowTick := w.advanceClock(now)
+	w.advanceClock(now)
 	for {
 		if w.stopped.Load() {
 			return false
 		}
-		e, ok := w.queue.popDue(nowTick, fineOnly)
+		e, ok := w.queue.popDue(now, fineOnly)
 		if !ok {
 			return true
 		}

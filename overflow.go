@@ -55,7 +55,8 @@ func (w *TimingWheel) bucketFor(d, c0 int64) (*bucket, int64) {
 	}
 	lv := w.level(0)
 	if d-c0 < w.size {
-		// Level 0 fires at the end of the timer's tick.
+		// Level 0: the tick's bucket, due at the timer's grain (see
+		// placeFor).
 		return &lv.buckets[d&w.mask], d
 	}
 	for i := 1; ; i++ {

@@ -9,9 +9,18 @@
 // small lock out of many and allocate only the Timer itself.
 //
 // Timers never fire early: a task runs no sooner than its deadline and at
-// most one tick after it, plus scheduling delay. Deadlines are measured on
-// the monotonic clock from the wheel's start, so changes of the wall clock
-// do not move them.
+// the end of the eighth of a tick its deadline falls in (125µs with the
+// default 1ms tick), plus scheduling delay. Deadlines are measured on the
+// monotonic clock from the wheel's start, so changes of the wall clock do
+// not move them.
+//
+// On Linux the driver of a wheel on the real clock wakes on a timerfd
+// that the runtime's netpoller watches, as well as on a runtime timer: an
+// idle Go program's runtime timers fire up to a millisecond late there
+// (the runtime waits in epoll_wait, whose timeout is in whole
+// milliseconds), and the timerfd wakes it at the instant asked for. No
+// thread or P is held while the driver waits, so many wheels run side by
+// side; each started wheel owns one file descriptor, until Stop.
 package timingwheel
 
 import (
@@ -21,6 +30,7 @@ import (
 	"log"
 	"math"
 	"math/bits"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -107,8 +117,11 @@ type config struct {
 	levels    int // a cap on the levels; 0 for none (tests set it)
 }
 
-// WithTick sets the duration of one level-0 bucket (default 1ms). Timers
-// fire at most one tick late; a shorter tick costs more driver wake-ups.
+// WithTick sets the duration of one level-0 bucket (default 1ms). A timer
+// fires at the end of the eighth of a tick its deadline falls in, so at
+// most an eighth of a tick late, plus scheduling delay. A shorter tick
+// costs more driver wake-ups while timers come due; a longer one fewer
+// levels for far timers.
 func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
 
 // WithWheelSize sets the number of buckets per level (default 512, at most
@@ -181,8 +194,10 @@ func newWheel(cfg config) (*TimingWheel, error) {
 	case cfg.clockSet && cfg.clock == nil:
 		return nil, fmt.Errorf("%w: clock must not be nil", ErrInvalidOption)
 	}
-	realClock := cfg.clock == nil
-	if realClock {
+	// clock.New() passed by WithClock is the real clock too (package
+	// durable passes its own clock on).
+	realClock := cfg.clock == nil || reflect.TypeOf(cfg.clock) == realClockType
+	if cfg.clock == nil {
 		cfg.clock = clock.New()
 	}
 	size := int64(4)
@@ -228,6 +243,8 @@ func newWheel(cfg config) (*TimingWheel, error) {
 	return w, nil
 }
 
+var realClockType = reflect.TypeOf(clock.New())
+
 // defaultLanes is the number of lanes per bucket: a power of two at least
 // four times GOMAXPROCS, so that goroutines running at once rarely share a
 // lock or a cache line.
@@ -240,7 +257,10 @@ func defaultLanes() int {
 }
 
 // Start starts the driver goroutine. Timers scheduled before Start fire
-// once it runs. Start is idempotent, and does nothing after Stop.
+// once it runs. Start is idempotent, and does nothing after Stop. On Linux
+// a wheel on the real clock opens a timerfd to wake on (one file
+// descriptor, which Stop closes); if the system refuses one, it wakes on a
+// runtime timer alone.
 func (w *TimingWheel) Start() {
 	w.life.Lock()
 	defer w.life.Unlock()
@@ -372,8 +392,8 @@ func (w *TimingWheel) deadline(d time.Duration) (when int64, due bool) {
 	return now + int64(d), false
 }
 
-// tickOf returns the level-0 tick at whose end a deadline of when ns falls
-// due: when rounded up to a tick.
+// tickOf returns the level-0 tick a deadline of when ns falls in: when
+// rounded up to a tick.
 func (w *TimingWheel) tickOf(when int64) int64 {
 	d := when / w.tick
 	if when%w.tick > 0 {

@@ -13,11 +13,11 @@ import (
 )
 
 // The tests of level-0 firing: a timer fires at the end of the grain (an
-// eighth of a tick) its deadline falls in, never before its deadline, and
+// quarter of a tick) its deadline falls in, never before its deadline, and
 // not at the end of its tick.
 
 // grain is the grain of a wheel with the default tick.
-const grain = 125 * time.Microsecond // an eighth of the default 1 ms tick
+const grain = 250 * time.Microsecond // a quarter of the default 1 ms tick
 
 // roundUpGrain returns d rounded up to a grain.
 func roundUpGrain(d time.Duration) time.Duration {

@@ -9,7 +9,7 @@
 // small lock out of many and allocate only the Timer itself.
 //
 // Timers never fire early: a task runs no sooner than its deadline and at
-// the end of the eighth of a tick its deadline falls in (125µs with the
+// the end of the quarter of a tick its deadline falls in (250µs with the
 // default 1ms tick), plus scheduling delay. Deadlines are measured on the
 // monotonic clock from the wheel's start, so changes of the wall clock do
 // not move them.
@@ -118,8 +118,8 @@ type config struct {
 }
 
 // WithTick sets the duration of one level-0 bucket (default 1ms). A timer
-// fires at the end of the eighth of a tick its deadline falls in, so at
-// most an eighth of a tick late, plus scheduling delay. A shorter tick
+// fires at the end of the quarter of a tick its deadline falls in, so at
+// most a quarter of a tick late, plus scheduling delay. A shorter tick
 // costs more driver wake-ups while timers come due; a longer one fewer
 // levels for far timers.
 func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }

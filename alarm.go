@@ -13,12 +13,15 @@ import (
 // takes whichever fires first. Neither holds a thread while it waits.
 //
 // The driver loops more often than its next instant changes (each new
-// earliest bucket, Sync or spurious wake-up is a pass), so the alarm sets
-// its timers again only when the instant changes or they have fired:
-// setting a wakeup is a system call, and moving a runtime timer earlier
-// interrupts the runtime's poller. It is owned by the driver goroutine.
+// earliest bucket, Sync or spurious wake-up is a pass), so on the real
+// clock the alarm sets its timers again only when the instant changes or
+// they have fired: setting a wakeup is a system call, and moving a runtime
+// timer earlier interrupts the runtime's poller. A mock clock's timer is
+// set again on every pass, from the clock's now then. It is owned by the
+// driver goroutine.
 type alarm struct {
 	timer   *clock.Timer
+	real    bool // timer is on the real clock
 	wk      *wakeup
 	target  int64 // the instant (ns since start) they are set for
 	timerOn bool  // timer is set for target and has not fired
@@ -28,7 +31,7 @@ type alarm struct {
 // newAlarm returns an alarm on c, with a wakeup if real is true and the
 // system gives one. Call close when done with it.
 func newAlarm(c clock.Clock, real bool) *alarm {
-	a := &alarm{timer: c.Timer(time.Hour)}
+	a := &alarm{timer: c.Timer(time.Hour), real: real}
 	a.timer.Stop()
 	if real {
 		a.wk = newWakeup()
@@ -41,6 +44,11 @@ func (a *alarm) set(target int64, wait time.Duration) {
 	if target != a.target {
 		a.stop()
 		a.target = target
+	}
+	if a.timerOn && !a.real {
+		// Set it again from now: a mock clock may have moved on since it
+		// was set, by more than the wait, in one step.
+		a.stopTimer()
 	}
 	if !a.timerOn {
 		a.timer.Reset(wait)
@@ -56,10 +64,15 @@ func (a *alarm) set(target int64, wait time.Duration) {
 // which the driver takes for a spurious wake-up: unsetting it would cost a
 // system call each time the wheel empties.
 func (a *alarm) stop() {
+	a.stopTimer()
+	a.wkOn = false
+}
+
+func (a *alarm) stopTimer() {
 	if a.timerOn && !a.timer.Stop() {
 		drain(a.timer.C)
 	}
-	a.timerOn, a.wkOn = false, false
+	a.timerOn = false
 }
 
 // timerC is the channel the clock timer fires on; call timerFired after

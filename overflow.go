@@ -81,9 +81,9 @@ func (w *TimingWheel) bucketFor(d, c0 int64) (*bucket, int64) {
 // placeFor returns the bucket for a timer due at when (ns since start),
 // when the wheel's clock is at tick c0, and the instant (ns since start)
 // at which the driver must look at that bucket: for a coarse bucket the
-// start of its cascade, and for a level-0 or the due bucket the deadline
-// itself, so that each timer there fires at its own deadline rather than
-// at the end of its tick (see flush).
+// start of its cascade, and for a level-0 or the due bucket the end of the
+// grain the deadline falls in, so that each timer there fires at the end
+// of its grain rather than at the end of its tick (see flush).
 func (w *TimingWheel) placeFor(when, c0 int64) (*bucket, int64) {
 	b, exp := w.bucketFor(w.tickOf(when), c0)
 	if !b.coarse {
@@ -146,9 +146,9 @@ type moved struct {
 // flush looks at the timers of bucket b, which is due. In a coarse
 // bucket every timer cascades to a finer level (or fires, if due by now).
 // In a level-0 or the due bucket, the timers due by now fire and the
-// others stay where they are, pending, and b is armed again for the
-// earliest of their deadlines: each fires at its own deadline, not at the
-// end of its tick, and never before it.
+// others stay where they are, pending, and b is armed again for the grain
+// of the earliest of their deadlines: each fires at the end of its grain,
+// not at the end of its tick, and never before its deadline.
 //
 // The driver takes the timers out in batches of flushBatch under the
 // lane's lock, settles each batch with no lock held, and runs its tasks
@@ -221,7 +221,7 @@ func (w *TimingWheel) flush(b *bucket) {
 // grainsPerTick is how many times at most the driver looks at a level-0
 // bucket during its tick: it fires the bucket's timers at the end of the
 // grain (a quarter of a tick) their deadline falls in. Each look costs a
-// wake-up of the driver (on Linux a timerfd set and read, some 40µs of
+// wake-up of the driver (on Linux a timerfd set and read: tens of µs of
 // CPU on our 2-core VM) and a walk of the timers left in the bucket, so
 // while timers come due all the time the driver's CPU grows with the
 // grains per tick; at the end of each deadline's own grain, the median

@@ -69,8 +69,7 @@ func TestLaneShrinksWhenEmptied(t *testing.T) {
 // The driver keeps the arrays of lanes it empties and grows the lanes it
 // fills into them rather than into new arrays.
 func TestDriverReusesLaneArrays(t *testing.T) {
-	// The timings below place timers by a 1 ms tick.
-	w, mock := mockWheel(t, WithTick(time.Millisecond), func(c *config) { c.lanes = 1 })
+	w, mock := mockWheel(t, func(c *config) { c.lanes = 1 })
 	// A timer every 100ms keeps the driver from idling, which would let
 	// the spares go.
 	busy := w.ScheduleFunc(Every(100*time.Millisecond), func() {})

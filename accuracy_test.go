@@ -1,7 +1,6 @@
 package timingwheel
 
 import (
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,36 +11,47 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A smoke test on the real clock, with and without WithPreciseSleep: every
-// timer fires, none early, none very late. The lateness bound is loose, to
-// hold on a loaded 2-core machine; BenchmarkFire measures the real figures.
+// Smoke tests on the real clock, where the driver wakes on its wakeup (a
+// timerfd on Linux) as well as its clock timer: every timer fires, none
+// early, none very late. The lateness bounds are loose, to hold on a
+// loaded 2-core machine; BenchmarkFire measures the real figures.
+
+// lateness schedules n timers on w, due 0.1 ms to 60 ms from now, and
+// returns their lateness, sorted.
+func lateness(t *testing.T, w *TimingWheel, n int) []time.Duration {
+	t.Helper()
+	var mu sync.Mutex
+	late := make([]time.Duration, 0, n)
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for i := range n {
+		d := time.Duration(100+i*150) * time.Microsecond
+		due := time.Now().Add(d)
+		w.AfterFuncAt(due, func() {
+			l := time.Since(due)
+			mu.Lock()
+			late = append(late, l)
+			mu.Unlock()
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	slices.Sort(late)
+	return late
+}
+
 func TestRealClockFiresNeverEarly(t *testing.T) {
-	for _, precise := range []bool{false, true} {
-		t.Run(fmt.Sprintf("precise=%v", precise), func(t *testing.T) {
-			w, err := New(WithExecutor(inline), WithPreciseSleep(precise))
+	for _, exec := range []struct {
+		name string
+		run  func(func())
+	}{{"inline", inline}, {"goroutine", nil}} {
+		t.Run(exec.name, func(t *testing.T) {
+			w, err := New(WithExecutor(exec.run))
 			require.NoError(t, err)
 			w.Start()
 			defer w.Stop()
-
 			const n = 400
-			var mu sync.Mutex
-			late := make([]time.Duration, 0, n)
-			var wg sync.WaitGroup
-			wg.Add(n)
-			for i := range n {
-				// 0.1 ms to 60 ms: inside the precise window, and beyond it.
-				d := time.Duration(100+i*150) * time.Microsecond
-				due := time.Now().Add(d)
-				w.AfterFuncAt(due, func() {
-					l := time.Since(due)
-					mu.Lock()
-					late = append(late, l)
-					mu.Unlock()
-					wg.Done()
-				})
-			}
-			wg.Wait()
-			slices.Sort(late)
+			late := lateness(t, w, n)
 			assert.GreaterOrEqual(t, late[0], time.Duration(0), "a timer fired early")
 			assert.Less(t, late[n/2], 50*time.Millisecond, "median lateness")
 			t.Logf("lateness: min %v, median %v, max %v", late[0], late[n/2], late[n-1])
@@ -49,13 +59,39 @@ func TestRealClockFiresNeverEarly(t *testing.T) {
 	}
 }
 
-// With a timer due every millisecond a precise driver is always within
-// preciseWindow of its next bucket, so it spends its time in its precise
-// last stretch. Stop still returns, and nothing fires after it. (The
-// bound only catches a hang: on a loaded machine Stop may take a while.)
-func TestStopDuringPreciseSleep(t *testing.T) {
+// Many wheels, each with its own wakeup, fire at once: every timer of
+// every wheel fires, none early, and none holds up the others for long.
+func TestManyWheelsFireTogether(t *testing.T) {
+	const wheels, n = 40, 100
+	var all []time.Duration
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range wheels {
+		w, err := New(WithExecutor(inline))
+		require.NoError(t, err)
+		w.Start()
+		defer w.Stop()
+		wg.Go(func() {
+			late := lateness(t, w, n)
+			mu.Lock()
+			all = append(all, late...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	slices.Sort(all)
+	require.Len(t, all, wheels*n)
+	assert.GreaterOrEqual(t, all[0], time.Duration(0), "a timer fired early")
+	assert.Less(t, all[len(all)/2], 50*time.Millisecond, "median lateness")
+	t.Logf("lateness over %d wheels: min %v, median %v, max %v", wheels, all[0], all[len(all)/2], all[len(all)-1])
+}
+
+// With a timer due every millisecond the driver is always about to wake.
+// Stop still returns, and nothing fires after it. (The bound only catches
+// a hang: on a loaded machine Stop may take a while.)
+func TestStopWhileTimersComeDue(t *testing.T) {
 	for range 20 {
-		w, err := New(WithExecutor(inline), WithPreciseSleep(true))
+		w, err := New(WithExecutor(inline))
 		require.NoError(t, err)
 		w.Start()
 		var stopped atomic.Bool
@@ -77,4 +113,50 @@ func TestStopDuringPreciseSleep(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 		assert.Zero(t, after.Load(), "timers fired after Stop returned")
 	}
+}
+
+// Stop racing the firing of timers due within a few milliseconds on the
+// real clock: for every timer exactly one of "it fired" and "a Stop
+// returned true" happens, and none fires early.
+func TestStopRacesRealClockFiring(t *testing.T) {
+	w, err := New()
+	require.NoError(t, err)
+	w.Start()
+	defer w.Stop()
+	const rounds, goroutines, per = 20, 4, 500
+	var fired, stopped, early atomic.Int64
+	for range rounds {
+		var wg sync.WaitGroup
+		for range goroutines {
+			wg.Go(func() {
+				timers := make([]*Timer, per)
+				start := time.Now()
+				for i := range timers {
+					due := start.Add(time.Duration(i) * 4 * time.Microsecond)
+					timers[i] = w.AfterFuncAt(due, func() {
+						if time.Now().Before(due) {
+							early.Add(1)
+						}
+						fired.Add(1)
+					})
+				}
+				// Stop them in order while the first half comes due.
+				time.Sleep(time.Millisecond)
+				for _, tm := range timers {
+					if tm.Stop() {
+						stopped.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	total := int64(rounds * goroutines * per)
+	require.Eventually(t, func() bool { return fired.Load()+stopped.Load() >= total },
+		10*time.Second, time.Millisecond)
+	require.Zero(t, w.Len())
+	assert.Equal(t, total, fired.Load()+stopped.Load(), "fired %d + stopped %d", fired.Load(), stopped.Load())
+	assert.Zero(t, early.Load(), "timers fired early")
+	assert.NotZero(t, fired.Load(), "no timer fired before its Stop: no race")
+	assert.NotZero(t, stopped.Load(), "every timer fired before its Stop: no race")
 }

@@ -14,10 +14,12 @@ const noExpiration = math.MaxInt64
 //
 // Its timers are spread over a few lanes, each a slice of timers under its
 // own mutex, so that goroutines scheduling timers for the same moment do
-// not all queue on one lock. The lanes share one expiration: the tick at
-// which the driver must flush the bucket.
+// not all queue on one lock. The lanes share one expiration: the instant
+// at which the driver must flush the bucket.
 type bucket struct {
-	// exp is the tick at which the bucket is due, or noExpiration. Adders
+	// exp is the instant (ns since start) at which the bucket is due, or
+	// noExpiration: for a level-0 bucket the grain of its earliest timer,
+	// for a coarse one the start of its cascade (see placeFor). Adders
 	// lower it after linking a timer; the driver swaps it back to
 	// noExpiration before it drains the lanes (see arm and flush).
 	exp   atomic.Int64

@@ -2,7 +2,8 @@ package timingwheel
 
 import "sync"
 
-// delayQueue is a min-heap of bucket expirations. The driver sleeps until
+// delayQueue is a min-heap of bucket expirations, instants in ns since the
+// wheel's start (see bucket.exp). The driver sleeps until
 // its minimum is due. A bucket may appear more than once when its
 // expiration moved earlier; the driver skips entries whose expiration no
 // longer matches the bucket's (see TimingWheel.fireDue).

@@ -106,14 +106,12 @@ func ExampleTimingWheel_NewTimer() {
 	// timed out
 }
 
-func ExampleWithPreciseSleep() {
-	// One wheel in the process keeps request deadlines, where a fraction
-	// of a millisecond matters: it sleeps the last stretch before each
-	// bucket precisely (on Linux), with the inline executor.
-	w, err := timingwheel.New(
-		timingwheel.WithPreciseSleep(true),
-		timingwheel.WithExecutor(func(task func()) { task() }),
-	)
+func Example_deadlineAccuracy() {
+	// A wheel on the real clock fires each timer after its deadline, never
+	// before, and on an idle Linux machine within a fraction of a
+	// millisecond of it: it wakes on a timerfd rather than only on a
+	// runtime timer.
+	w, err := timingwheel.New(timingwheel.WithExecutor(func(task func()) { task() }))
 	if err != nil {
 		panic(err)
 	}

@@ -55,7 +55,8 @@ func (w *TimingWheel) bucketFor(d, c0 int64) (*bucket, int64) {
 	}
 	lv := w.level(0)
 	if d-c0 < w.size {
-		// Level 0 fires at the end of the timer's tick.
+		// Level 0: the tick's bucket, due at the timer's grain (see
+		// placeFor).
 		return &lv.buckets[d&w.mask], d
 	}
 	for i := 1; ; i++ {
@@ -77,6 +78,23 @@ func (w *TimingWheel) bucketFor(d, c0 int64) (*bucket, int64) {
 	}
 }
 
+// placeFor returns the bucket for a timer due at when (ns since start),
+// when the wheel's clock is at tick c0, and the instant (ns since start)
+// at which the driver must look at that bucket: for a coarse bucket the
+// start of its cascade, and for a level-0 or the due bucket the end of the
+// grain the deadline falls in, so that each timer there fires at the end
+// of its grain rather than at the end of its tick (see flush).
+func (w *TimingWheel) placeFor(when, c0 int64) (*bucket, int64) {
+	b, exp := w.bucketFor(w.tickOf(when), c0)
+	if !b.coarse {
+		return b, w.grainOf(when)
+	}
+	if exp >= (noExpiration-1)/w.tick {
+		return b, noExpiration - 1 // beyond any reachable instant, yet armed
+	}
+	return b, exp * w.tick
+}
+
 // insertOwned links t, which the caller owns (a new timer, or one whose
 // status it set to mutating), and makes it pending in the lane it picks:
 // its state becomes st with that lane. A new timer is not shared yet, so
@@ -87,9 +105,9 @@ func (w *TimingWheel) insertOwned(t *Timer, st uint64, store, due bool) {
 	var b *bucket
 	var exp int64
 	if c0 := w.cur.Load(); due {
-		b, exp = &w.due, c0
+		b, exp = &w.due, t.when
 	} else {
-		b, exp = w.bucketFor(w.tickOf(t.when), c0)
+		b, exp = w.placeFor(t.when, c0)
 	}
 	l := b.lockLaneFor(t)
 	l.push(t)
@@ -125,14 +143,20 @@ type moved struct {
 	s uint64
 }
 
-// flush empties bucket b, which is due: due timers fire, the others
-// move to the bucket their deadline now maps to (for a coarse bucket, a
-// finer level). The driver takes the timers out in batches of flushBatch
-// under the lane's lock, settles each batch with no lock held, and runs
-// its tasks before it takes the next; so a task, even one run inline on
-// this goroutine, never meets a timer in the moving state. Between the
-// batches of a coarse bucket it fires the level-0 buckets due meanwhile.
+// flush looks at the timers of bucket b, which is due. In a coarse
+// bucket every timer cascades to a finer level (or fires, if due by now).
+// In a level-0 or the due bucket, the timers due by now fire and the
+// others stay where they are, pending, and b is armed again for the grain
+// of the earliest of their deadlines: each fires at the end of its grain,
+// not at the end of its tick, and never before its deadline.
+//
+// The driver takes the timers out in batches of flushBatch under the
+// lane's lock, settles each batch with no lock held, and runs its tasks
+// before it takes the next; so a task, even one run inline on this
+// goroutine, never meets a timer in the moving state. Between the batches
+// of a coarse bucket it fires the level-0 buckets due meanwhile.
 func (w *TimingWheel) flush(b *bucket) {
+	left := int64(noExpiration) // the earliest deadline left in b
 	for i := range b.lanes {
 		l := &b.lanes[i]
 		// Look only at the timers in the lane now: timers added
@@ -141,13 +165,25 @@ func (w *TimingWheel) flush(b *bucket) {
 		l.mu.Lock()
 		l.limit = int32(len(l.items))
 		l.flushing = true
+		j := int(l.limit) - 1 // the timers to look at are at j and below
 		l.mu.Unlock()
 		for more := true; more; {
 			batch := w.batch[:0]
+			now := w.now()
 			l.mu.Lock()
-			j := int(l.limit) - 1
-			for ; j >= 0 && len(batch) < flushBatch; j-- {
+			// A Stop between batches moves the timer at limit-1 into the
+			// hole it makes and lowers limit: the timers yet to look at
+			// stay below both j and limit.
+			j = min(j, int(l.limit)-1)
+			for seen := 0; j >= 0 && seen < flushBatch; j, seen = j-1, seen+1 {
 				t := l.items[j]
+				if !b.coarse && t.when > now {
+					// Not due yet: it stays at j, above the timers still
+					// to look at (a removal below may bring it back among
+					// them, which only means a second look).
+					left = min(left, t.when)
+					continue
+				}
 				// Every timer in the lane is pending in it, and stays so
 				// while the lock is held (see state.go); the swap checks
 				// it all the same.
@@ -165,7 +201,6 @@ func (w *TimingWheel) flush(b *bucket) {
 			l.mu.Unlock()
 			w.batch = batch
 			w.inFlight.Add(int64(len(batch)))
-			now := w.now()
 			w.firedAt = w.timeAt(now) // what channel timers send
 			w.settle(batch, now, w.advanceClock(now))
 			w.inFlight.Add(-int64(len(batch)))
@@ -176,6 +211,30 @@ func (w *TimingWheel) flush(b *bucket) {
 			}
 		}
 	}
+	if left != noExpiration {
+		// A timer left here may have been stopped since: b then comes
+		// due for nothing, which costs a look and fires nothing early.
+		b.arm(w.grainOf(left), w.queue)
+	}
+}
+
+// grainsPerTick is how many times at most the driver looks at a level-0
+// bucket during its tick: it fires the bucket's timers at the end of the
+// grain (a quarter of a tick) their deadline falls in. Each look costs a
+// wake-up of the driver (on Linux a timerfd set and read: tens of µs of
+// CPU on our 2-core VM) and a walk of the timers left in the bucket, so
+// while timers come due all the time the driver's CPU grows with the
+// grains per tick; at the end of each deadline's own grain, the median
+// timer fires about half a grain late.
+const grainsPerTick = 4
+
+// grainOf returns when (ns since start) rounded up to a grain.
+func (w *TimingWheel) grainOf(when int64) int64 {
+	g := max(1, w.tick/grainsPerTick)
+	if r := when % g; r > 0 && when <= noExpiration-1-g {
+		return when - r + g
+	}
+	return when
 }
 
 // The driver keeps spare lane arrays of minLaneCap to maxSpareCap slots,
@@ -246,7 +305,7 @@ func (w *TimingWheel) settle(batch []moved, now, nowTick int64) {
 			w.fire(t, m.s)
 			continue
 		}
-		nb, exp := w.bucketFor(w.tickOf(t.when), nowTick)
+		nb, exp := w.placeFor(t.when, nowTick)
 		w.insertMoved(t, m.s, nb, exp)
 	}
 }

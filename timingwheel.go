@@ -9,9 +9,18 @@
 // small lock out of many and allocate only the Timer itself.
 //
 // Timers never fire early: a task runs no sooner than its deadline and at
-// most one tick after it, plus scheduling delay. Deadlines are measured on
-// the monotonic clock from the wheel's start, so changes of the wall clock
-// do not move them.
+// the end of the quarter of a tick its deadline falls in (250µs with the
+// default 1ms tick), plus scheduling delay. Deadlines are measured on the
+// monotonic clock from the wheel's start, so changes of the wall clock do
+// not move them.
+//
+// On Linux the driver of a wheel on the real clock wakes on a timerfd
+// that the runtime's netpoller watches, as well as on a runtime timer: an
+// idle Go program's runtime timers fire up to a millisecond late there
+// (the runtime waits in epoll_wait, whose timeout is in whole
+// milliseconds), and the timerfd wakes it at the instant asked for. No
+// thread or P is held while the driver waits, so many wheels run side by
+// side; each started wheel owns one file descriptor, until Stop.
 package timingwheel
 
 import (
@@ -21,6 +30,7 @@ import (
 	"log"
 	"math"
 	"math/bits"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -58,7 +68,6 @@ type TimingWheel struct {
 
 	clock     clock.Clock
 	realClock bool
-	precise   bool // sleep the last stretch precisely; see WithPreciseSleep
 	start     time.Time
 	exec      func(task func())
 	onPanic   func(recovered any)
@@ -104,13 +113,15 @@ type config struct {
 	clockSet  bool
 	exec      func(task func())
 	onPanic   func(recovered any)
-	precise   bool
 	lanes     int // lanes per bucket; 0 for the default (tests set it)
 	levels    int // a cap on the levels; 0 for none (tests set it)
 }
 
-// WithTick sets the duration of one level-0 bucket (default 1ms). Timers
-// fire at most one tick late; a shorter tick costs more driver wake-ups.
+// WithTick sets the duration of one level-0 bucket (default 1ms). A timer
+// fires at the end of the quarter of a tick its deadline falls in, so at
+// most a quarter of a tick late, plus scheduling delay. A shorter tick
+// costs more driver wake-ups while timers come due; a longer one fewer
+// levels for far timers.
 func WithTick(d time.Duration) Option { return func(c *config) { c.tick = d } }
 
 // WithWheelSize sets the number of buckets per level (default 512, at most
@@ -132,24 +143,13 @@ func WithClock(c clock.Clock) Option {
 // handed to run already recover their own panics.
 func WithExecutor(run func(task func())) Option { return func(c *config) { c.exec = run } }
 
-// WithPreciseSleep, when on is true, makes the driver of a wheel on the
-// real clock wake closer to each bucket's due time, on Linux. There an
-// idle Go program's runtime timers fire up to a millisecond late (the
-// runtime waits in epoll_wait, whose timeout is in whole milliseconds), so
-// the driver, which sleeps on one, fires timers up to a tick and a
-// millisecond after their deadline. With precise sleep it sets its
-// runtime timer 1.5 ms early and sleeps the rest in nanosleep calls of at
-// most 0.5 ms, which the kernel ends within about 0.1 ms; new earlier
-// timers, Sync and Stop are heeded between them.
-//
-// The cost: during those sleeps the driver holds an OS thread and its P
-// (a share of GOMAXPROCS), and while timers come due every tick it never
-// parks, which here cost about 60 ms more CPU per second, mostly in the
-// runtime's sysmon. Use it for one wheel per process, or a few on many
-// cores: several precise wheels on few cores delay each other and every
-// other goroutine. It has no effect on other systems or with a clock set
-// by WithClock.
-func WithPreciseSleep(on bool) Option { return func(c *config) { c.precise = on } }
+// WithPreciseSleep has no effect; it is kept so that programs using it
+// still build. It made the driver of a wheel on the real clock, on Linux,
+// hold a thread and its P in nanosleep for the last 1.5 ms before each
+// bucket, to wake closer to its due time than a runtime timer does. The
+// driver now wakes on a timerfd watched by the runtime's netpoller (see
+// New), which is closer still and holds neither, for every wheel.
+func WithPreciseSleep(on bool) Option { return func(*config) {} }
 
 // WithPanicHandler sets the function that receives the value recovered
 // from a panicking task. The default logs it with its stack. Either way the
@@ -194,8 +194,10 @@ func newWheel(cfg config) (*TimingWheel, error) {
 	case cfg.clockSet && cfg.clock == nil:
 		return nil, fmt.Errorf("%w: clock must not be nil", ErrInvalidOption)
 	}
-	realClock := cfg.clock == nil
-	if realClock {
+	// clock.New() passed by WithClock is the real clock too (package
+	// durable passes its own clock on).
+	realClock := cfg.clock == nil || reflect.TypeOf(cfg.clock) == realClockType
+	if cfg.clock == nil {
 		cfg.clock = clock.New()
 	}
 	size := int64(4)
@@ -227,7 +229,6 @@ func newWheel(cfg config) (*TimingWheel, error) {
 		lanes:     lanes,
 		clock:     cfg.clock,
 		realClock: realClock,
-		precise:   realClock && cfg.precise && preciseWindow > 0,
 		exec:      cfg.exec,
 		onPanic:   cfg.onPanic,
 		queue:     newDelayQueue(),
@@ -242,6 +243,8 @@ func newWheel(cfg config) (*TimingWheel, error) {
 	return w, nil
 }
 
+var realClockType = reflect.TypeOf(clock.New())
+
 // defaultLanes is the number of lanes per bucket: a power of two at least
 // four times GOMAXPROCS, so that goroutines running at once rarely share a
 // lock or a cache line.
@@ -254,7 +257,10 @@ func defaultLanes() int {
 }
 
 // Start starts the driver goroutine. Timers scheduled before Start fire
-// once it runs. Start is idempotent, and does nothing after Stop.
+// once it runs. Start is idempotent, and does nothing after Stop. On Linux
+// a wheel on the real clock opens a timerfd to wake on (one file
+// descriptor, which Stop closes); if the system refuses one, it wakes on a
+// runtime timer alone.
 func (w *TimingWheel) Start() {
 	w.life.Lock()
 	defer w.life.Unlock()
@@ -386,8 +392,8 @@ func (w *TimingWheel) deadline(d time.Duration) (when int64, due bool) {
 	return now + int64(d), false
 }
 
-// tickOf returns the level-0 tick at whose end a deadline of when ns falls
-// due: when rounded up to a tick.
+// tickOf returns the level-0 tick a deadline of when ns falls in: when
+// rounded up to a tick.
 func (w *TimingWheel) tickOf(when int64) int64 {
 	d := when / w.tick
 	if when%w.tick > 0 {
@@ -408,12 +414,11 @@ const spareIdle = time.Second
 
 // run is the driver: it advances the clock to now, flushes every bucket
 // due, and sleeps until the earliest bucket is due or a new bucket becomes
-// the earliest (with WithPreciseSleep, heeding it within a step).
+// the earliest. Its alarm wakes it at the instant (see alarm.go).
 func (w *TimingWheel) run() {
 	defer close(w.exited)
-	sleep := w.clock.Timer(time.Hour)
-	sleep.Stop()
-	armed := false
+	al := newAlarm(w.clock, w.realClock)
+	defer al.close()
 	for {
 		now := w.now()
 		if !w.fireDue(now, false) {
@@ -421,58 +426,30 @@ func (w *TimingWheel) run() {
 		}
 		w.releaseWaiters(now)
 
-		if armed && !sleep.Stop() {
-			drain(sleep.C)
-		}
-		armed = false
 		if next, ok := w.queue.peek(); ok {
-			wait := time.Duration(math.MaxInt64)
-			if next < math.MaxInt64/w.tick {
-				wait = time.Duration(next*w.tick - w.now())
-			}
+			wait := time.Duration(next - w.now())
 			if wait <= 0 {
 				continue // came due while we flushed
-			}
-			if w.precise {
-				if wait <= preciseWindow {
-					w.approach(wait)
-					if w.stopped.Load() {
-						return
-					}
-					continue
-				}
-				wait -= preciseWindow
 			}
 			if wait > spareIdle {
 				w.dropSpares()
 			}
-			sleep.Reset(wait)
-			armed = true
+			al.set(next, wait)
 		} else {
+			al.stop()
 			w.dropSpares()
 		}
 		select {
-		case <-sleep.C:
-			armed = false
+		case <-al.timerC():
+			al.timerFired()
+		case <-al.wakeupC():
+			al.wakeupFired(w.now())
 		case <-w.queue.wake:
 		case r := <-w.syncReqs:
 			w.waiters = append(w.waiters, r)
 		case <-w.stopCh:
 			return
 		}
-	}
-}
-
-// approach sleeps for up to preciseStep of wait, the time left until the
-// next bucket is due, and then takes a Sync request or a wake-up that
-// came meanwhile, without waiting for one.
-func (w *TimingWheel) approach(wait time.Duration) {
-	sleepPrecisely(min(wait, preciseStep))
-	select {
-	case r := <-w.syncReqs:
-		w.waiters = append(w.waiters, r)
-	case <-w.queue.wake:
-	default:
 	}
 }
 
@@ -490,12 +467,12 @@ func (w *TimingWheel) advanceClock(now int64) int64 {
 // only level-0 and due buckets, as far as they come first. It returns
 // false if the wheel was stopped meanwhile.
 func (w *TimingWheel) fireDue(now int64, fineOnly bool) bool {
-	nowTick := w.advanceClock(now)
+	w.advanceClock(now)
 	for {
 		if w.stopped.Load() {
 			return false
 		}
-		e, ok := w.queue.popDue(nowTick, fineOnly)
+		e, ok := w.queue.popDue(now, fineOnly)
 		if !ok {
 			return true
 		}

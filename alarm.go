@@ -1,0 +1,103 @@
+package timingwheel
+
+import (
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// An alarm wakes the driver at the instant its next bucket is due. It
+// sets a timer of the wheel's clock and, on the real clock where the
+// system has one, a wakeup (see wakeup_linux.go), which wakes an idle
+// program closer to the instant than a runtime timer does; the driver
+// takes whichever fires first. Neither holds a thread while it waits.
+//
+// The driver loops more often than its next instant changes (each new
+// earliest bucket, Sync or spurious wake-up is a pass), so on the real
+// clock the alarm sets its timers again only when the instant changes or
+// they have fired: setting a wakeup is a system call, and moving a runtime
+// timer earlier interrupts the runtime's poller. A mock clock's timer is
+// set again on every pass, from the clock's now then. It is owned by the
+// driver goroutine.
+type alarm struct {
+	timer   *clock.Timer
+	real    bool // timer is on the real clock
+	wk      *wakeup
+	target  int64 // the instant (ns since start) they are set for
+	timerOn bool  // timer is set for target and has not fired
+	wkOn    bool  // wk is set for target and has not fired
+}
+
+// newAlarm returns an alarm on c, with a wakeup if real is true and the
+// system gives one. Call close when done with it.
+func newAlarm(c clock.Clock, real bool) *alarm {
+	a := &alarm{timer: c.Timer(time.Hour), real: real}
+	a.timer.Stop()
+	if real {
+		a.wk = newWakeup()
+	}
+	return a
+}
+
+// set makes the alarm go off at target, which is wait from now (wait > 0).
+func (a *alarm) set(target int64, wait time.Duration) {
+	if target != a.target {
+		a.stop()
+		a.target = target
+	}
+	if a.timerOn && !a.real {
+		// Set it again from now: a mock clock may have moved on since it
+		// was set, by more than the wait, in one step.
+		a.stopTimer()
+	}
+	if !a.timerOn {
+		a.timer.Reset(wait)
+		a.timerOn = true
+	}
+	if !a.wkOn && a.wk != nil {
+		a.wk.arm(wait)
+		a.wkOn = true
+	}
+}
+
+// stop stops the clock timer. A wakeup set before may still go off once,
+// which the driver takes for a spurious wake-up: unsetting it would cost a
+// system call each time the wheel empties.
+func (a *alarm) stop() {
+	a.stopTimer()
+	a.wkOn = false
+}
+
+func (a *alarm) stopTimer() {
+	if a.timerOn && !a.timer.Stop() {
+		drain(a.timer.C)
+	}
+	a.timerOn = false
+}
+
+// timerC is the channel the clock timer fires on; call timerFired after
+// receiving from it.
+func (a *alarm) timerC() <-chan time.Time { return a.timer.C }
+
+func (a *alarm) timerFired() { a.timerOn = false }
+
+// wakeupC is the channel the wakeup signals, nil (never ready) without
+// one; call wakeupFired with the time after receiving from it.
+func (a *alarm) wakeupC() <-chan struct{} { return a.wk.channel() }
+
+// wakeupFired takes note of a signal of the wakeup at now (ns since
+// start). A signal before the target is stale, from an instant set
+// before (the wakeup never fires early): typically the clock timer went
+// off first, and the driver has set the alarm for its next instant since.
+// The wakeup is still set for that one, and is not set again.
+func (a *alarm) wakeupFired(now int64) {
+	if now >= a.target {
+		a.wkOn = false
+	}
+}
+
+// close stops the alarm and releases its wakeup.
+func (a *alarm) close() {
+	a.stop()
+	a.wk.close()
+}

@@ -63,6 +63,7 @@ func (t *Timer) stop() bool {
 			// The driver holds it in a batch; it sees the change and
 			// drops the timer without firing it.
 			if t.cas(s, withStatus(s, statusCancelled)) {
+				t.w.outside.Add(-1)
 				return true
 			}
 		case statusRunning, statusExecuting:
@@ -88,7 +89,11 @@ func (t *Timer) unlinkIf(s, next uint64) bool {
 	id := laneOf(s)
 	if id == 0 {
 		// Pending in no lane: made on a stopped wheel.
-		return t.cas(s, next)
+		if !t.cas(s, next) {
+			return false
+		}
+		t.w.outside.Add(-1)
+		return true
 	}
 	l := t.w.laneByID(id)
 	l.mu.Lock()
@@ -101,6 +106,7 @@ func (t *Timer) unlinkIf(s, next uint64) bool {
 	// publish next: once t is idle, a Reset may push it into another lane
 	// and write its pos.
 	l.remove(t)
+	l.pending--
 	t.store(next)
 	l.mu.Unlock()
 	return true
@@ -153,19 +159,12 @@ func (t *Timer) rearm(when int64, due bool) bool {
 	if t.C != nil && drain(t.C) {
 		active = true
 	}
-	w := t.w
-	if w.stopped.Load() {
-		// A stopped wheel never fires: park the timer pending in no lane,
-		// so that a Stop still reports that it kept it from running.
-		t.store(withStatus(owned, statusPending))
-		return active
-	}
 	if kind(owned) == kindPeriodic {
 		atomic.StoreInt64(&t.when, when) // its run may be reading it; see periodic.run
 	} else {
 		t.when = when // read only by whoever owns the timer next
 	}
-	w.insertOwned(t, withStatus(owned, statusPending), true, due)
+	t.w.armOwned(t, owned, true, due)
 	return active
 }
 

@@ -68,9 +68,10 @@ type TimingWheel struct {
 	// numLevels caps the hierarchy; see newWheel.
 	due   bucket // timers already due when added
 	queue *delayQueue
-	// inFlight counts the timers the driver has taken out of buckets and
-	// not yet settled, for Len.
-	inFlight atomic.Int64
+	// outside is the part of the pending count (see Len) kept outside the
+	// lanes' counts: +1 for each timer parked on a stopped wheel, -1 for
+	// each fired by the driver or cancelled while it held it.
+	outside atomic.Int64
 
 	life     sync.Mutex
 	started  bool
@@ -92,6 +93,9 @@ type TimingWheel struct {
 	spares     [][]*Timer
 	spareSlots int
 	waiters    []syncRequest
+	// dueFlushed and dueDeferred track the due bucket within a pass of
+	// the loop; see duepass.go.
+	dueFlushed, dueDeferred bool
 }
 
 // Option configures a TimingWheel.
@@ -289,11 +293,11 @@ func (w *TimingWheel) Stop() {
 // Len locks each bucket lane in turn, so it costs a few microseconds per
 // thousand buckets: call it to observe, not on a hot path.
 func (w *TimingWheel) Len() int {
-	n := int(w.inFlight.Load()) + w.due.count()
+	n := int(w.outside.Load()) + w.due.pendingCount()
 	for i := range w.levels {
 		if lv := w.levels[i].Load(); lv != nil {
 			for j := range lv.buckets {
-				n += lv.buckets[j].count()
+				n += lv.buckets[j].pendingCount()
 			}
 		}
 	}
@@ -355,14 +359,7 @@ func (w *TimingWheel) After(d time.Duration) <-chan time.Time {
 // deadline has already passed.
 func (w *TimingWheel) schedule(t *Timer, when int64, due bool, k uint64) {
 	t.when = when
-	if w.stopped.Load() {
-		// A stopped wheel never fires: the timer stays pending in no
-		// lane, so that a Stop still reports that it kept it from running.
-		t.state = k | statusPending
-		return
-	}
-	t.state = k | statusPending // t is not shared yet: no atomic needed
-	w.insertOwned(t, t.state, false, due)
+	w.armOwned(t, k, false, due)
 }
 
 // now returns the wheel's clock in ns since start.
@@ -419,6 +416,7 @@ func (w *TimingWheel) run() {
 		if !w.fireDue(now, false) {
 			return
 		}
+		w.endPass()
 		w.releaseWaiters(now)
 
 		if armed && !sleep.Stop() {
@@ -431,6 +429,7 @@ func (w *TimingWheel) run() {
 				wait = time.Duration(next*w.tick - w.now())
 			}
 			if wait <= 0 {
+				w.takeRequest()
 				continue // came due while we flushed
 			}
 			if w.precise {
@@ -500,7 +499,7 @@ func (w *TimingWheel) fireDue(now int64, fineOnly bool) bool {
 			return true
 		}
 		// A stale entry: the bucket was flushed or re-armed since.
-		if !e.b.exp.CompareAndSwap(e.exp, noExpiration) {
+		if !e.b.exp.CompareAndSwap(e.exp, noExpiration) || !w.dueTurn(e.b) {
 			continue
 		}
 		w.flush(e.b)

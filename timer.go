@@ -44,11 +44,10 @@ func (t *Timer) Stop() bool {
 	if t == nil || t.w == nil {
 		return false
 	}
-	stopped := t.stop()
-	if t.C != nil && drain(t.C) {
-		stopped = true
+	if t.C != nil {
+		return t.chanTimer().stop()
 	}
-	return stopped
+	return t.stop()
 }
 
 func (t *Timer) stop() bool {
@@ -123,7 +122,11 @@ func (t *Timer) Reset(d time.Duration) bool {
 	if t == nil || t.w == nil {
 		return false
 	}
-	return t.rearm(t.w.deadline(d))
+	when, due := t.w.deadline(d)
+	if t.C != nil {
+		return t.chanTimer().rearm(when, due)
+	}
+	return t.rearm(when, due, nil)
 }
 
 // ResetAt is Reset with an absolute deadline, a time on the wheel's clock
@@ -133,12 +136,16 @@ func (t *Timer) ResetAt(deadline time.Time) bool {
 	if t == nil || t.w == nil {
 		return false
 	}
-	return t.rearm(t.w.nsAt(deadline), false)
+	if t.C != nil {
+		return t.chanTimer().rearm(t.w.nsAt(deadline), false)
+	}
+	return t.rearm(t.w.nsAt(deadline), false, nil)
 }
 
 // rearm makes t pending at when (ns since start), whatever its status;
-// due says the deadline has already passed.
-func (t *Timer) rearm(when int64, due bool) bool {
+// due says the deadline has already passed. c is the channel of a channel
+// timer, drained once t is owned, so that it keeps no stale value.
+func (t *Timer) rearm(when int64, due bool, c <-chan time.Time) bool {
 	var owned uint64
 	active := false
 	for {
@@ -156,7 +163,7 @@ func (t *Timer) rearm(when int64, due bool) bool {
 			break
 		}
 	}
-	if t.C != nil && drain(t.C) {
+	if c != nil && drain(c) {
 		active = true
 	}
 	if kind(owned) == kindPeriodic {

@@ -334,19 +334,14 @@ func (w *TimingWheel) AfterFuncAt(deadline time.Time, f func()) *Timer {
 
 // NewTimer returns a Timer that sends the time it fires on its channel C
 // after duration d. As with time.Timer since Go 1.23, C has no stale value
-// after Stop or Reset returns.
+// after Stop or Reset returns, and a timer that the program no longer
+// references (neither the Timer nor C) is garbage-collected even while
+// pending: the wheel holds it weakly (see chantimer.go).
 func (w *TimingWheel) NewTimer(d time.Duration) *Timer {
-	c := make(chan time.Time, 1)
-	t := &Timer{C: c, w: w}
-	t.f = func() {
-		select {
-		case c <- w.firedAt:
-		default:
-		}
-	}
+	t := w.newChanTimer()
 	when, due := w.deadline(d)
-	w.schedule(t, when, due, kindChan)
-	return t
+	w.schedule(t.core, when, due, kindChan)
+	return &t.Timer
 }
 
 // After waits for duration d and then sends the time on the returned

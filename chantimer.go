@@ -34,7 +34,7 @@ import (
 // is the only Timer whose C is set, which is how the Timer methods tell
 // one.
 type chanTimer struct {
-	Timer       // the handle: C and w; never linked
+	Timer        // the handle: C and w; never linked
 	core  *Timer // linked in the lanes; sends on C through a weak pointer
 }
 

@@ -20,10 +20,11 @@ package timingwheel
 // because the driver re-examines every timer of a bucket it flushes and
 // fires only those whose deadline has passed.
 
-// maxLevels bounds the hierarchy. Levels are created only when needed, so
-// the bound costs nothing: with the default configuration seven levels
-// cover math.MaxInt64 nanoseconds, and only the smallest wheels need more.
-// Beyond it the top level wraps round.
+// maxLevels bounds the hierarchy. Levels, level 0 included, are created
+// only when a timer first needs them, so the bound costs nothing: with the
+// default configuration (1ms tick, 512 buckets) six levels cover
+// math.MaxInt64 nanoseconds, and only the smallest wheels need more than
+// a handful. Beyond it the top level wraps round.
 const maxLevels = 64
 
 // flushBatch is how many timers the driver takes out of a lane per lock.
@@ -265,14 +266,11 @@ func (w *TimingWheel) fire(t *Timer, s uint64) bool {
 			t.store(withStatus(s, statusIdle))
 			return true
 		}
-	case kindPeriodic:
-		if t.cas(s, withStatus(s, statusRunning)) {
-			w.tasks = append(w.tasks, t.f)
-			return true
-		}
 	default:
-		if t.cas(s, withStatus(s, statusIdle)) {
-			w.tasks = append(w.tasks, t.f)
+		// Its task starts only if it is still running then (see
+		// runFired): until then a Stop or Reset still prevents it.
+		if t.cas(s, withStatus(s, statusRunning)) {
+			w.tasks = append(w.tasks, t)
 			return true
 		}
 	}

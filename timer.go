@@ -37,9 +37,11 @@ type Timer struct {
 // happens, however Stop races with firing.
 //
 // Like time.Timer.Stop, Stop does not wait for a task already started.
-// For a timer made by ScheduleFunc, Stop returns true if it prevented any
-// further run, and no run starts after Stop returns. For a channel timer,
-// Stop also returns true if it removed an undelivered value from C.
+// A timer that fired but whose task the executor has not started yet is
+// still stopped: Stop returns true and the task does not run. For a timer
+// made by ScheduleFunc, Stop returns true if it prevented any further
+// run, and no run starts after Stop returns. For a channel timer, Stop
+// also returns true if it removed an undelivered value from C.
 func (t *Timer) Stop() bool {
 	if t == nil || t.w == nil {
 		return false
@@ -112,9 +114,11 @@ func (t *Timer) unlinkIf(s, next uint64) bool {
 }
 
 // Reset changes the timer to fire after duration d, measured from now. It
-// returns true if the timer was pending (or, for a channel timer, had an
-// undelivered value), and false if it had fired or been stopped; in both
-// cases the timer is armed again and does not fire at its old deadline.
+// returns true if the timer was pending (including fired with its task
+// not started yet, which then does not run; or, for a channel timer, with
+// an undelivered value), and false if it had fired or been stopped; in
+// both cases the timer is armed again and does not fire at its old
+// deadline.
 //
 // For a timer made by ScheduleFunc, the next run is at now+d and the runs
 // after it follow the Scheduler from there.

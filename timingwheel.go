@@ -81,11 +81,14 @@ type TimingWheel struct {
 	syncReqs chan syncRequest
 
 	runners sync.Pool // of *runner, for execute
+	// handing is held by the driver from Start to its exit, except while
+	// it is inside a call of the executor; see handover.go.
+	handing sync.Mutex
 
 	// Owned by the driver goroutine.
 	firedAt time.Time
 	batch   []moved
-	tasks   []func()
+	tasks   []*Timer // fired, their tasks not handed over yet
 	// spares are empty arrays from lanes the driver emptied, for the
 	// lanes it fills to grow into, so that firing makes less garbage and
 	// brings the next collection (which delays timers) less close.
@@ -133,7 +136,9 @@ func WithClock(c clock.Clock) Option {
 // with each task; it may run it inline (fastest, but a slow task delays
 // every later timer), hand it to a worker pool, or start a goroutine. The
 // default starts a goroutine per task, as time.AfterFunc does. Tasks
-// handed to run already recover their own panics.
+// handed to run already recover their own panics. run may block (a
+// bounded pool whose workers are busy): the driver then waits, and later
+// timers are late; a task may still call the wheel's Stop (see Stop).
 func WithExecutor(run func(task func())) Option { return func(c *config) { c.exec = run } }
 
 // WithPreciseSleep, when on is true, makes the driver of a wheel on the
@@ -162,7 +167,13 @@ func WithPanicHandler(h func(recovered any)) Option { return func(c *config) { c
 
 // New returns a stopped wheel configured by opts; call Start to run it.
 // It returns an error wrapping ErrInvalidOption for a tick <= 0, a wheel
-// size < 1 or a nil clock.
+// size < 1 or > 65536, or a nil clock.
+//
+// A new wheel allocates a few KiB; each level of buckets is allocated
+// when the first timer needs it, level 0 included, and is kept until the
+// wheel is garbage-collected. A level takes 64 bytes per bucket per lane:
+// with the default 512 buckets, 4×GOMAXPROCS lanes (at most 64), that is
+// 256 KiB at GOMAXPROCS=2 and 2 MiB at GOMAXPROCS=16.
 func New(opts ...Option) (*TimingWheel, error) {
 	cfg := config{tick: DefaultTick, wheelSize: DefaultWheelSize}
 	for _, o := range opts {
@@ -172,7 +183,8 @@ func New(opts ...Option) (*TimingWheel, error) {
 }
 
 // NewTimingWheel returns a stopped wheel with the given tick and wheel
-// size; call Start to run it. It panics if tick <= 0 or wheelSize < 1. It
+// size; call Start to run it. It panics if tick <= 0 or wheelSize is not
+// in [1, 65536]. It
 // has the signature of github.com/RussellLuo/timingwheel's constructor.
 func NewTimingWheel(tick time.Duration, wheelSize int64, opts ...Option) *TimingWheel {
 	cfg := config{wheelSize: DefaultWheelSize}
@@ -242,7 +254,6 @@ func newWheel(cfg config) (*TimingWheel, error) {
 	w.start = w.clock.Now()
 	w.due.exp.Store(noExpiration)
 	w.due.lanes = newBuckets(1, lanes, 0)[0].lanes
-	w.level(0)
 	return w, nil
 }
 
@@ -266,15 +277,22 @@ func (w *TimingWheel) Start() {
 		return
 	}
 	w.started = true
+	w.handing.Lock() // for the driver; see handover.go
 	go w.run()
 }
 
-// Stop stops the wheel: after Stop returns no pending timer fires (no task
-// is handed to the executor; one handed over just before may still be
-// starting in its goroutine) and the driver goroutine has exited. Timers
-// scheduled afterwards never fire, and Stop on them returns true.
-// Stop is idempotent. It must not be called from a task that an inline
-// executor runs on the driver goroutine, since it waits for that goroutine.
+// Stop stops the wheel: after Stop returns no pending timer fires and no
+// further task is handed to the executor (one handed over just before may
+// still be starting). The timers it kept from running, including those
+// that had fired but whose tasks were not handed over yet, stay pending:
+// Len counts them and Stop on them returns true. So do timers scheduled
+// or reset afterwards, which never fire. Stop is idempotent.
+//
+// Stop waits for the driver goroutine to exit, unless the driver is in a
+// call of the executor: then it returns at once, and the driver exits as
+// soon as that call returns. So Stop may be called from a task, even one
+// run inline on the driver goroutine or by an executor that blocks while
+// its workers are busy (a bounded pool), without deadlock.
 func (w *TimingWheel) Stop() {
 	w.life.Lock()
 	if !w.stopped.Load() {
@@ -285,7 +303,7 @@ func (w *TimingWheel) Stop() {
 		}
 	}
 	w.life.Unlock()
-	<-w.exited
+	w.waitForDriver()
 }
 
 // Len returns the number of timers pending: scheduled and neither fired
@@ -402,6 +420,7 @@ const spareIdle = time.Second
 // due, and sleeps until the earliest bucket is due or a new bucket becomes
 // the earliest (with WithPreciseSleep, heeding it within a step).
 func (w *TimingWheel) run() {
+	defer w.handing.Unlock() // after close(w.exited): see waitForDriver
 	defer close(w.exited)
 	sleep := w.clock.Timer(time.Hour)
 	sleep.Stop()
@@ -501,15 +520,20 @@ func (w *TimingWheel) fireDue(now int64, fineOnly bool) bool {
 	}
 }
 
-// runTasks hands the tasks of fired timers to the executor.
+// runTasks hands the tasks of fired timers to the executor; once the
+// wheel is stopped, it keeps them instead.
 func (w *TimingWheel) runTasks() {
-	for i, f := range w.tasks {
+	for i, t := range w.tasks {
 		w.tasks[i] = nil
-		if w.exec == nil {
-			go w.runTask(f)
+		if w.stopped.Load() {
+			w.keepFired(t)
 			continue
 		}
-		w.execute(f)
+		if w.exec == nil {
+			go w.runFired(t)
+			continue
+		}
+		w.execute(t)
 	}
 	if w.exec == nil && len(w.tasks) > 1 {
 		// Let the goroutines just started run before the next batch
@@ -523,29 +547,30 @@ func (w *TimingWheel) runTasks() {
 // recovered wherever the executor runs it; a panic of the executor itself
 // is reported like a task's. The wrappers are pooled: firing allocates
 // nothing, which keeps the driver clear of garbage-collector assists.
-func (w *TimingWheel) execute(f func()) {
+func (w *TimingWheel) execute(t *Timer) {
 	defer w.recoverPanic()
 	r, _ := w.runners.Get().(*runner)
 	if r == nil {
 		r = &runner{w: w}
 		r.run = r.runOnce
 	}
-	r.f = f
-	w.exec(r.run)
+	r.t = t
+	w.handOver(r.run)
 }
 
-// A runner carries one task to a custom executor; see execute.
+// A runner carries the task of one fired timer to a custom executor; see
+// execute.
 type runner struct {
 	w   *TimingWheel
-	f   func()
+	t   *Timer
 	run func() // r.runOnce, made once per runner
 }
 
 func (r *runner) runOnce() {
-	w, f := r.w, r.f
-	r.f = nil
+	w, t := r.w, r.t
+	r.t = nil
 	w.runners.Put(r)
-	w.runTask(f)
+	w.runFired(t)
 }
 
 // runTask runs f, reporting a panic to the panic handler.

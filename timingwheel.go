@@ -75,6 +75,7 @@ type TimingWheel struct {
 
 	life     sync.Mutex
 	started  bool
+	begun    atomic.Bool // started, for readers without life
 	stopped  atomic.Bool
 	stopCh   chan struct{}
 	exited   chan struct{}
@@ -269,7 +270,9 @@ func defaultLanes() int {
 }
 
 // Start starts the driver goroutine. Timers scheduled before Start fire
-// once it runs. Start is idempotent, and does nothing after Stop.
+// once it runs, except AfterFunc and ScheduleFunc timers due when they
+// are made, whose tasks are handed to the executor at once (see
+// AfterFunc). Start is idempotent, and does nothing after Stop.
 func (w *TimingWheel) Start() {
 	w.life.Lock()
 	defer w.life.Unlock()
@@ -277,6 +280,7 @@ func (w *TimingWheel) Start() {
 		return
 	}
 	w.started = true
+	w.begun.Store(true)
 	w.handing.Lock() // for the driver; see handover.go
 	go w.run()
 }
@@ -325,7 +329,9 @@ func (w *TimingWheel) Len() int {
 // AfterFunc waits for duration d and then calls f in the way the executor
 // runs tasks (by default in its own goroutine). It returns a Timer that can
 // cancel the call with Stop or move it with Reset. d <= 0 runs f as soon as
-// possible. It panics if f is nil.
+// possible: on the driver's next pass, or, before Start, by handing it to
+// the executor at once, as github.com/RussellLuo/timingwheel does. It
+// panics if f is nil.
 func (w *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: AfterFunc called with nil func")
@@ -340,7 +346,8 @@ func (w *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 // real clock, a time.Now reading or one derived from it, so that its
 // monotonic reading is used). A deadline already past runs f as soon as
 // possible. It saves AfterFunc's clock read when the caller has just read
-// the clock itself. It panics if f is nil.
+// the clock itself. A deadline already past is handled as AfterFunc with
+// d <= 0. It panics if f is nil.
 func (w *TimingWheel) AfterFuncAt(deadline time.Time, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: AfterFuncAt called with nil func")
@@ -372,6 +379,10 @@ func (w *TimingWheel) After(d time.Duration) <-chan time.Time {
 // deadline has already passed.
 func (w *TimingWheel) schedule(t *Timer, when int64, due bool, k uint64) {
 	t.when = when
+	if k != kindChan && !w.begun.Load() && !w.stopped.Load() && (due || when <= w.now()) {
+		w.runBeforeStart(t, k)
+		return
+	}
 	w.armOwned(t, k, false, due)
 }
 

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,4 +51,9 @@ func TestLevelsAreAllocatedLazily(t *testing.T) {
 	level0 := after.TotalAlloc - before.TotalAlloc
 	assert.InDelta(t, 2<<20, float64(level0), 64<<10, "level 0 at GOMAXPROCS=16")
 	assert.True(t, tm.Stop())
+}
+
+// A lane fills one 64-byte cache line (see lane.inline).
+func TestLaneIs64Bytes(t *testing.T) {
+	assert.EqualValues(t, 64, unsafe.Sizeof(lane{}))
 }

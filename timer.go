@@ -122,6 +122,11 @@ func (t *Timer) unlinkIf(s, next uint64) bool {
 //
 // For a timer made by ScheduleFunc, the next run is at now+d and the runs
 // after it follow the Scheduler from there.
+//
+// A timer reset to a deadline already past fires on the driver's next
+// pass. If its task, run inline on the driver goroutine, resets it so on
+// every run, it runs once per pass, after the other timers due by then,
+// and Sync and the wheel's Stop are still served.
 func (t *Timer) Reset(d time.Duration) bool {
 	if t == nil || t.w == nil {
 		return false

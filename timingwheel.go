@@ -311,9 +311,13 @@ func (w *TimingWheel) Stop() {
 }
 
 // Len returns the number of timers pending: scheduled and neither fired
-// nor stopped. A periodic timer counts while it waits for its next run.
-// Len locks each bucket lane in turn, so it costs a few microseconds per
-// thousand buckets: call it to observe, not on a hot path.
+// nor stopped, including those the wheel's Stop kept from running and
+// those made or reset on a stopped wheel. A periodic timer counts while it
+// waits for its next run. The count is exact while the driver moves
+// timers between levels; a timer stops counting when it fires, before its
+// task is handed over. Len locks each bucket lane in turn, so it costs a
+// few microseconds per thousand buckets: call it to observe, not on a hot
+// path.
 func (w *TimingWheel) Len() int {
 	n := int(w.outside.Load()) + w.due.pendingCount()
 	for i := range w.levels {

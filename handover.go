@@ -34,7 +34,7 @@ func (w *TimingWheel) waitForDriver() {
 // claims it; see periodic.run).
 func (w *TimingWheel) runFired(t *Timer) {
 	if kind(t.load()) == kindPeriodic {
-		t.f()
+		w.runTask(t.f) // a panic of its Scheduler is reported too
 		return
 	}
 	s := t.load()

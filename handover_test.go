@@ -139,3 +139,28 @@ func TestStopBeforeHandedOverTaskStarts(t *testing.T) {
 	assert.Zero(t, runs.Load(), "a stopped or reset timer's queued task ran")
 	assert.Equal(t, 1, w.Len())
 }
+
+// A Scheduler that panics is reported to the panic handler, with the
+// default executor too; the program goes on.
+func TestSchedulerPanicIsRecovered(t *testing.T) {
+	mock := clock.NewMock()
+	got := make(chan any, 1)
+	w, err := New(WithClock(mock), WithPanicHandler(func(r any) { got <- r }))
+	require.NoError(t, err)
+	w.Start()
+	defer w.Stop()
+	calls := 0
+	w.ScheduleFunc(schedulerFunc(func(prev time.Time) time.Time {
+		if calls++; calls > 1 {
+			panic("next")
+		}
+		return prev.Add(time.Millisecond)
+	}), func() {})
+	mock.Add(time.Millisecond)
+	select {
+	case r := <-got:
+		assert.Equal(t, "next", r)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the panic was not reported")
+	}
+}

@@ -374,7 +374,9 @@ func (w *TimingWheel) NewTimer(d time.Duration) *Timer {
 }
 
 // After waits for duration d and then sends the time on the returned
-// channel. It is NewTimer(d).C; use NewTimer to be able to stop it.
+// channel. It is NewTimer(d).C; use NewTimer to be able to stop it. Once
+// the program no longer references the channel, the timer is
+// garbage-collected, even while pending.
 func (w *TimingWheel) After(d time.Duration) <-chan time.Time {
 	return w.NewTimer(d).C
 }

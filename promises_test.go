@@ -143,13 +143,7 @@ func TestInlineTaskResettingItselfToZero(t *testing.T) {
 	}
 	assert.Equal(t, 1, fired.count(1))
 	assert.Greater(t, runs.Load(), int64(1))
-	stopped := make(chan struct{})
-	go func() { w.Stop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Stop did not return")
-	}
+	stopsWithin(t, w)
 }
 
 // Promise 3: Len is exact while the driver cascades 60,000 timers down

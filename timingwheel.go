@@ -85,6 +85,13 @@ type TimingWheel struct {
 	// handing is held by the driver from Start to its exit, except while
 	// it is inside a call of the executor; see handover.go.
 	handing sync.Mutex
+	// Guarded by handing: the runner of the executor call in progress,
+	// and a signal that such a call returned.
+	handingRunner *runner
+	leftExec      chan struct{}
+	driverID      uint64 // the driver goroutine's ID, set before Start returns
+	// tasksRunning counts the tasks a custom executor is running.
+	tasksRunning atomic.Int64
 
 	// Owned by the driver goroutine.
 	firedAt time.Time
@@ -250,6 +257,7 @@ func newWheel(cfg config) (*TimingWheel, error) {
 		queue:     newDelayQueue(),
 		stopCh:    make(chan struct{}),
 		exited:    make(chan struct{}),
+		leftExec:  make(chan struct{}, 1),
 		syncReqs:  make(chan syncRequest),
 	}
 	w.start = w.clock.Now()
@@ -282,7 +290,13 @@ func (w *TimingWheel) Start() {
 	w.started = true
 	w.begun.Store(true)
 	w.handing.Lock() // for the driver; see handover.go
-	go w.run()
+	ready := make(chan struct{})
+	go func() {
+		w.driverID = goroutineID()
+		close(ready)
+		w.run()
+	}()
+	<-ready
 }
 
 // Stop stops the wheel: after Stop returns no pending timer fires and no
@@ -293,10 +307,14 @@ func (w *TimingWheel) Start() {
 // or reset afterwards, which never fire. Stop is idempotent.
 //
 // Stop waits for the driver goroutine to exit, unless the driver is in a
-// call of the executor: then it returns at once, and the driver exits as
-// soon as that call returns. So Stop may be called from a task, even one
-// run inline on the driver goroutine or by an executor that blocks while
-// its workers are busy (a bounded pool), without deadlock.
+// call of the executor that may be waiting for the caller: when Stop is
+// called from a task run inline on the driver goroutine, or while another
+// task of this wheel runs beside the call (the executor may be a bounded
+// pool whose workers are all busy, one with the caller). Then it returns
+// at once, and the driver exits as soon as the call returns. So a task
+// may call Stop without deadlock. An executor that blocks for another
+// reason (its pool busy with work of other wheels) delays Stop until it
+// takes the task.
 func (w *TimingWheel) Stop() {
 	w.life.Lock()
 	if !w.stopped.Load() {
@@ -572,7 +590,7 @@ func (w *TimingWheel) execute(t *Timer) {
 		r.run = r.runOnce
 	}
 	r.t = t
-	w.handOver(r.run)
+	w.handOver(r)
 }
 
 // A runner carries the task of one fired timer to a custom executor; see
@@ -581,13 +599,19 @@ type runner struct {
 	w   *TimingWheel
 	t   *Timer
 	run func() // r.runOnce, made once per runner
+	// running is set while the task runs, for waitForDriver.
+	running atomic.Bool
 }
 
 func (r *runner) runOnce() {
 	w, t := r.w, r.t
 	r.t = nil
-	w.runners.Put(r)
+	r.running.Store(true)
+	w.tasksRunning.Add(1)
 	w.runFired(t)
+	w.tasksRunning.Add(-1)
+	r.running.Store(false)
+	w.runners.Put(r)
 }
 
 // runTask runs f, reporting a panic to the panic handler.

@@ -164,3 +164,51 @@ func TestSchedulerPanicIsRecovered(t *testing.T) {
 		t.Fatal("the panic was not reported")
 	}
 }
+
+// A Stop from outside the tasks still waits for a task run inline to
+// return, and for the driver to exit.
+func TestWheelStopWaitsForInlineTaskOfOthers(t *testing.T) {
+	mock := clock.NewMock()
+	w, err := New(WithClock(mock), WithExecutor(inline))
+	require.NoError(t, err)
+	w.Start()
+	entered, release := make(chan struct{}), make(chan struct{})
+	var returned atomic.Bool
+	w.AfterFunc(time.Millisecond, func() {
+		close(entered)
+		<-release
+		returned.Store(true)
+	})
+	mock.Add(time.Millisecond)
+	<-entered
+	stopped := make(chan struct{})
+	go func() { w.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while an inline task was running")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop did not return")
+	}
+	assert.True(t, returned.Load())
+	select {
+	case <-w.exited:
+	default:
+		t.Fatal("the driver had not exited when Stop returned")
+	}
+}
+
+func TestGoroutineIDsDiffer(t *testing.T) {
+	here := goroutineID()
+	there := make(chan uint64)
+	go func() { there <- goroutineID() }()
+	other := <-there
+	assert.NotZero(t, here)
+	assert.NotZero(t, other)
+	assert.NotEqual(t, here, other)
+	assert.Equal(t, here, goroutineID())
+}

@@ -48,6 +48,12 @@ type lane struct {
 	limit    int32
 	id       uint32 // see laneID
 	flushing bool
+	// pending is this lane's share of the wheel's pending count (see
+	// TimingWheel.Len): +1 for each timer an owner made pending in the
+	// lane, -1 for each that a Stop or Reset took out of it. The driver's
+	// moves between lanes leave it alone, so the sum over all lanes stays
+	// exact while timers cascade; it is not the lane's length.
+	pending int32
 	// inline is where items points while the lane holds at most two
 	// timers: in the lane's own cache line, where cores using other lanes
 	// never write (two small slices allocated apart could share a line).
@@ -98,13 +104,13 @@ func newBuckets(n, k int, levelCode int) []bucket {
 	return buckets
 }
 
-// count returns the number of timers in b.
-func (b *bucket) count() int {
+// pendingCount returns the sum of the pending counts of b's lanes.
+func (b *bucket) pendingCount() int {
 	n := 0
 	for i := range b.lanes {
 		l := &b.lanes[i]
 		l.mu.Lock()
-		n += len(l.items)
+		n += int(l.pending)
 		l.mu.Unlock()
 	}
 	return n

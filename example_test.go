@@ -18,13 +18,13 @@ func ExampleTimingWheel_AfterFunc() {
 	w.Start()
 	defer w.Stop()
 
+	paid := w.AfterFunc(30*time.Minute, func() { fmt.Println("never printed") })
+	fmt.Println("paid in time:", paid.Stop())
 	done := make(chan struct{})
 	w.AfterFunc(10*time.Millisecond, func() {
 		fmt.Println("order 42 closed: unpaid")
 		close(done)
 	})
-	paid := w.AfterFunc(30*time.Minute, func() { fmt.Println("never printed") })
-	fmt.Println("paid in time:", paid.Stop())
 	<-done
 	// Output:
 	// paid in time: true

@@ -20,10 +20,11 @@ package timingwheel
 // because the driver re-examines every timer of a bucket it flushes and
 // fires only those whose deadline has passed.
 
-// maxLevels bounds the hierarchy. Levels are created only when needed, so
-// the bound costs nothing: with the default configuration seven levels
-// cover math.MaxInt64 nanoseconds, and only the smallest wheels need more.
-// Beyond it the top level wraps round.
+// maxLevels bounds the hierarchy. Levels, level 0 included, are created
+// only when a timer first needs them, so the bound costs nothing: with the
+// default configuration (1ms tick, 512 buckets) six levels cover
+// math.MaxInt64 nanoseconds, and only the smallest wheels need more than
+// a handful. Beyond it the top level wraps round.
 const maxLevels = 64
 
 // flushBatch is how many timers the driver takes out of a lane per lock.
@@ -111,6 +112,7 @@ func (w *TimingWheel) insertOwned(t *Timer, st uint64, store, due bool) {
 	}
 	l := b.lockLaneFor(t)
 	l.push(t)
+	l.pending++
 	if st = pendingIn(st, l.id); store {
 		t.store(st)
 	} else {
@@ -200,10 +202,8 @@ func (w *TimingWheel) flush(b *bucket) {
 			}
 			l.mu.Unlock()
 			w.batch = batch
-			w.inFlight.Add(int64(len(batch)))
 			w.firedAt = w.timeAt(now) // what channel timers send
 			w.settle(batch, now, w.advanceClock(now))
-			w.inFlight.Add(-int64(len(batch)))
 			clear(batch)
 			w.runTasks()
 			if b.coarse {
@@ -297,39 +297,42 @@ func (w *TimingWheel) spareFor(l *lane) int {
 	return best
 }
 
-// settle fires or moves each timer of a batch.
+// settle fires or moves each timer of a batch. The timers it fires stop
+// counting as pending in one step, before their tasks are handed over.
 func (w *TimingWheel) settle(batch []moved, now, nowTick int64) {
+	fired := 0
 	for _, m := range batch {
 		t := m.t
 		if t.when <= now {
-			w.fire(t, m.s)
+			if w.fire(t, m.s) {
+				fired++
+			}
 			continue
 		}
 		nb, exp := w.placeFor(t.when, nowTick)
 		w.insertMoved(t, m.s, nb, exp)
 	}
+	w.outside.Add(-int64(fired))
 }
 
 // fire runs t's action unless a Stop cancelled t first, in which case it
-// releases t as idle.
-func (w *TimingWheel) fire(t *Timer, s uint64) {
+// releases t as idle; it reports whether t fired.
+func (w *TimingWheel) fire(t *Timer, s uint64) bool {
 	switch kind(s) {
 	case kindChan:
 		if t.cas(s, withStatus(s, statusFiring)) {
 			t.f() // a non-blocking send of w.firedAt
+			t.store(withStatus(s, statusIdle))
+			return true
 		}
-		t.store(withStatus(s, statusIdle))
-	case kindPeriodic:
-		if t.cas(s, withStatus(s, statusRunning)) {
-			w.tasks = append(w.tasks, t.f)
-			return
-		}
-		t.store(withStatus(s, statusIdle))
 	default:
-		if t.cas(s, withStatus(s, statusIdle)) {
-			w.tasks = append(w.tasks, t.f)
-			return
+		// Its task starts only if it is still running then (see
+		// runFired): until then a Stop or Reset still prevents it.
+		if t.cas(s, withStatus(s, statusRunning)) {
+			w.tasks = append(w.tasks, t)
+			return true
 		}
-		t.store(withStatus(s, statusIdle))
 	}
+	t.store(withStatus(s, statusIdle))
+	return false
 }

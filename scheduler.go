@@ -1,6 +1,7 @@
 package timingwheel
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,13 +10,19 @@ import (
 // Scheduler decides when a periodic timer runs. Next returns the time of
 // the run after prev; the zero time ends the schedule. ScheduleFunc calls
 // Next first with the current time, then with each run's scheduled time.
+// prev is in UTC, as github.com/RussellLuo/timingwheel passes it, so a
+// calendar schedule computes the same hours whatever the local time zone.
+// The wheel measures the time from prev to the time Next returns, so a
+// change of the wall clock does not move the schedule.
 type Scheduler interface {
 	Next(prev time.Time) time.Time
 }
 
 // Every returns a Scheduler that runs every d, keeping its cadence: each
 // run is scheduled d after the previous run's scheduled time, not after
-// the moment it ran, so the schedule does not drift. It panics if d <= 0.
+// the moment it ran, so the schedule does not drift. Runs missed while the
+// process, the driver or the task itself was late are skipped, as
+// time.Ticker drops ticks (see ScheduleFunc). It panics if d <= 0.
 func Every(d time.Duration) Scheduler {
 	if d <= 0 {
 		panic("timingwheel: Every called with non-positive duration")
@@ -29,10 +36,25 @@ func (e every) Next(prev time.Time) time.Time { return prev.Add(time.Duration(e)
 
 // ScheduleFunc calls f at each time s.Next returns, until Next returns the
 // zero time or the timer is stopped. A run starts only after the previous
-// one has returned. Runs missed while the process or the driver was
-// stalled are skipped, as time.Ticker drops ticks: at most one late run
-// happens, then the schedule resumes on its cadence. It panics if s or f
-// is nil.
+// one has returned.
+//
+// The run after a run is the first time of the schedule after the moment
+// that run started: times missed while the process, the driver or the
+// executor was stalled are skipped, as time.Ticker drops ticks, so a stall
+// causes one late run and the schedule then resumes on its cadence. If a
+// run lasts past the next time, the next run starts as soon as it returns,
+// and the one after that is again the first time after that late run
+// started: two runs never start at the same moment to catch up.
+//
+// A Scheduler whose Next does not move forward before reaching that
+// moment (it returns prev or an earlier time) runs the task at the next
+// tick after the run started: such a schedule runs at most once per tick
+// and never holds up the wheel. If the schedule ends among the skipped
+// times, it ends.
+//
+// If the first Next returns the zero time, ScheduleFunc returns nil, as
+// github.com/RussellLuo/timingwheel does; Stop and Reset on a nil Timer
+// return false. It panics if s or f is nil.
 func (w *TimingWheel) ScheduleFunc(s Scheduler, f func()) *Timer {
 	if s == nil {
 		panic("timingwheel: ScheduleFunc called with nil Scheduler")
@@ -40,19 +62,41 @@ func (w *TimingWheel) ScheduleFunc(s Scheduler, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: ScheduleFunc called with nil func")
 	}
+	now := w.now()
+	when, ok := w.nextAfter(s, now)
+	if !ok {
+		return nil
+	}
 	p := &periodic{s: s, f: f}
 	t := &Timer{w: w}
 	p.t = t
 	t.f = p.run
-	first := s.Next(w.clock.Now())
-	if first.IsZero() {
-		t.state = kindPeriodic // status idle
-		return t
-	}
-	now := w.now()
-	when := w.nsAt(first)
 	w.schedule(t, when, when <= now, kindPeriodic)
 	return t
+}
+
+// nextAfter asks s for the time after ns (ns since start), passing it in
+// UTC, and returns that time in ns since start; false if the schedule
+// ends. The result is ns plus the span Next added, so it is on the
+// monotonic clock whatever the wall clock does.
+func (w *TimingWheel) nextAfter(s Scheduler, ns int64) (int64, bool) {
+	base := w.timeAt(ns).UTC()
+	n := s.Next(base)
+	if n.IsZero() {
+		return 0, false
+	}
+	return max(0, addSaturating(ns, int64(n.Sub(base)))), true
+}
+
+// addSaturating returns a+b, clamped to the int64 range.
+func addSaturating(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	if b < 0 && a < math.MinInt64-b {
+		return math.MinInt64
+	}
+	return a + b
 }
 
 // nsAt converts a time on the wheel's clock to ns since start, clamped to
@@ -89,44 +133,59 @@ func (p *periodic) run() {
 	if !t.cas(s, withStatus(s, statusExecuting)) {
 		return
 	}
+	started := w.now()
 	w.runTask(p.f)
-	now := w.now()
-	next := p.next(w.timeAt(prev), w.timeAt(now))
+	when, ok := p.next(prev, started)
 	s = withStatus(s, statusExecuting)
 	owned := nextGeneration(s, statusMutating)
 	if !t.cas(s, owned) {
 		return // stopped or reset during the run
 	}
-	if next.IsZero() || w.stopped.Load() {
+	if !ok {
 		t.store(withStatus(owned, statusIdle))
 		return
 	}
-	when := w.nsAt(next)
 	atomic.StoreInt64(&t.when, when)
-	w.insertOwned(t, withStatus(owned, statusPending), true, when <= now)
+	// On a stopped wheel it is parked, so that a Stop of it after this
+	// run returns true like that of every timer the wheel's Stop kept.
+	w.armOwned(t, owned, true, false)
 }
 
-// maxSkips bounds the runs next skips after a stall, for a Scheduler other
-// than Every, which skips in one step.
+// maxSkips bounds the times next skips, for a Scheduler other than Every,
+// which skips in one step.
 const maxSkips = 1 << 20
 
-// next returns the run after prev, skipping runs missed before now: if
-// several are due, only the latest of them is kept.
-func (p *periodic) next(prev, now time.Time) time.Time {
-	n := p.s.Next(prev)
-	if n.IsZero() || n.After(now) {
-		return n
+// next returns the first time of the schedule after prev that is after
+// started (ns since start), skipping the times missed before it; false if
+// the schedule ends first. If Next stops moving forward (or maxSkips
+// times go by) before passing started, it returns the next tick after
+// started, so that such a schedule runs at most once per tick.
+func (p *periodic) next(prev, started int64) (int64, bool) {
+	w := p.t.w
+	n, ok := w.nextAfter(p.s, prev)
+	if !ok || n > started {
+		return n, ok
 	}
-	if e, ok := p.s.(every); ok {
-		missed := now.Sub(n) / time.Duration(e)
-		return n.Add(missed * time.Duration(e))
+	if e, isEvery := p.s.(every); isEvery {
+		d := int64(e)
+		return addSaturating(n, ((started-n)/d+1)*d), true
 	}
 	for range maxSkips {
-		nn := p.s.Next(n)
-		if nn.IsZero() || nn.After(now) || !nn.After(n) {
-			break
+		nn, ok := w.nextAfter(p.s, n)
+		switch {
+		case !ok:
+			return 0, false
+		case nn <= n:
+			return w.nextTick(started), true // Next does not move forward
+		case nn > started:
+			return nn, true
 		}
 		n = nn
 	}
-	return n
+	return w.nextTick(started), true
+}
+
+// nextTick returns the start of the tick after the one ns falls in.
+func (w *TimingWheel) nextTick(ns int64) int64 {
+	return addSaturating((ns/w.tick)*w.tick, w.tick)
 }

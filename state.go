@@ -33,7 +33,8 @@ import "sync/atomic"
 //	cancelled stopped while moving: the driver drops it and sets idle
 //	mutating  owned by a Stop, Reset or periodic re-arm in progress
 //	firing    the driver is sending on a channel timer's C
-//	running   a periodic timer fired; its run has not started yet
+//	running   fired; its task (an AfterFunc task or a periodic run) is
+//	          handed over but has not started yet
 //	executing a periodic timer's run is in progress
 const (
 	statusIdle uint64 = iota

@@ -37,18 +37,19 @@ type Timer struct {
 // happens, however Stop races with firing.
 //
 // Like time.Timer.Stop, Stop does not wait for a task already started.
-// For a timer made by ScheduleFunc, Stop returns true if it prevented any
-// further run, and no run starts after Stop returns. For a channel timer,
-// Stop also returns true if it removed an undelivered value from C.
+// A timer that fired but whose task the executor has not started yet is
+// still stopped: Stop returns true and the task does not run. For a timer
+// made by ScheduleFunc, Stop returns true if it prevented any further
+// run, and no run starts after Stop returns. For a channel timer, Stop
+// also returns true if it removed an undelivered value from C.
 func (t *Timer) Stop() bool {
 	if t == nil || t.w == nil {
 		return false
 	}
-	stopped := t.stop()
-	if t.C != nil && drain(t.C) {
-		stopped = true
+	if t.C != nil {
+		return t.chanTimer().stop()
 	}
-	return stopped
+	return t.stop()
 }
 
 func (t *Timer) stop() bool {
@@ -63,6 +64,7 @@ func (t *Timer) stop() bool {
 			// The driver holds it in a batch; it sees the change and
 			// drops the timer without firing it.
 			if t.cas(s, withStatus(s, statusCancelled)) {
+				t.w.outside.Add(-1)
 				return true
 			}
 		case statusRunning, statusExecuting:
@@ -88,7 +90,11 @@ func (t *Timer) unlinkIf(s, next uint64) bool {
 	id := laneOf(s)
 	if id == 0 {
 		// Pending in no lane: made on a stopped wheel.
-		return t.cas(s, next)
+		if !t.cas(s, next) {
+			return false
+		}
+		t.w.outside.Add(-1)
+		return true
 	}
 	l := t.w.laneByID(id)
 	l.mu.Lock()
@@ -101,23 +107,35 @@ func (t *Timer) unlinkIf(s, next uint64) bool {
 	// publish next: once t is idle, a Reset may push it into another lane
 	// and write its pos.
 	l.remove(t)
+	l.pending--
 	t.store(next)
 	l.mu.Unlock()
 	return true
 }
 
 // Reset changes the timer to fire after duration d, measured from now. It
-// returns true if the timer was pending (or, for a channel timer, had an
-// undelivered value), and false if it had fired or been stopped; in both
-// cases the timer is armed again and does not fire at its old deadline.
+// returns true if the timer was pending (including fired with its task
+// not started yet, which then does not run; or, for a channel timer, with
+// an undelivered value), and false if it had fired or been stopped; in
+// both cases the timer is armed again and does not fire at its old
+// deadline.
 //
 // For a timer made by ScheduleFunc, the next run is at now+d and the runs
 // after it follow the Scheduler from there.
+//
+// A timer reset to a deadline already past fires on the driver's next
+// pass. If its task, run inline on the driver goroutine, resets it so on
+// every run, it runs once per pass, after the other timers due by then,
+// and Sync and the wheel's Stop are still served.
 func (t *Timer) Reset(d time.Duration) bool {
 	if t == nil || t.w == nil {
 		return false
 	}
-	return t.rearm(t.w.deadline(d))
+	when, due := t.w.deadline(d)
+	if t.C != nil {
+		return t.chanTimer().rearm(when, due)
+	}
+	return t.rearm(when, due, nil)
 }
 
 // ResetAt is Reset with an absolute deadline, a time on the wheel's clock
@@ -127,12 +145,16 @@ func (t *Timer) ResetAt(deadline time.Time) bool {
 	if t == nil || t.w == nil {
 		return false
 	}
-	return t.rearm(t.w.nsAt(deadline), false)
+	if t.C != nil {
+		return t.chanTimer().rearm(t.w.nsAt(deadline), false)
+	}
+	return t.rearm(t.w.nsAt(deadline), false, nil)
 }
 
 // rearm makes t pending at when (ns since start), whatever its status;
-// due says the deadline has already passed.
-func (t *Timer) rearm(when int64, due bool) bool {
+// due says the deadline has already passed. c is the channel of a channel
+// timer, drained once t is owned, so that it keeps no stale value.
+func (t *Timer) rearm(when int64, due bool, c <-chan time.Time) bool {
 	var owned uint64
 	active := false
 	for {
@@ -150,22 +172,15 @@ func (t *Timer) rearm(when int64, due bool) bool {
 			break
 		}
 	}
-	if t.C != nil && drain(t.C) {
+	if c != nil && drain(c) {
 		active = true
-	}
-	w := t.w
-	if w.stopped.Load() {
-		// A stopped wheel never fires: park the timer pending in no lane,
-		// so that a Stop still reports that it kept it from running.
-		t.store(withStatus(owned, statusPending))
-		return active
 	}
 	if kind(owned) == kindPeriodic {
 		atomic.StoreInt64(&t.when, when) // its run may be reading it; see periodic.run
 	} else {
 		t.when = when // read only by whoever owns the timer next
 	}
-	w.insertOwned(t, withStatus(owned, statusPending), true, due)
+	t.w.armOwned(t, owned, true, due)
 	return active
 }
 

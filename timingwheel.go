@@ -77,23 +77,35 @@ type TimingWheel struct {
 	// numLevels caps the hierarchy; see newWheel.
 	due   bucket // timers already due when added
 	queue *delayQueue
-	// inFlight counts the timers the driver has taken out of buckets and
-	// not yet settled, for Len.
-	inFlight atomic.Int64
+	// outside is the part of the pending count (see Len) kept outside the
+	// lanes' counts: +1 for each timer parked on a stopped wheel, -1 for
+	// each fired by the driver or cancelled while it held it.
+	outside atomic.Int64
 
 	life     sync.Mutex
 	started  bool
+	begun    atomic.Bool // started, for readers without life
 	stopped  atomic.Bool
 	stopCh   chan struct{}
 	exited   chan struct{}
 	syncReqs chan syncRequest
 
 	runners sync.Pool // of *runner, for execute
+	// handing is held by the driver from Start to its exit, except while
+	// it is inside a call of the executor; see handover.go.
+	handing sync.Mutex
+	// Guarded by handing: the runner of the executor call in progress,
+	// and a signal that such a call returned.
+	handingRunner *runner
+	leftExec      chan struct{}
+	driverID      uint64 // the driver goroutine's ID, set before Start returns
+	// tasksRunning counts the tasks a custom executor is running.
+	tasksRunning atomic.Int64
 
 	// Owned by the driver goroutine.
 	firedAt time.Time
 	batch   []moved
-	tasks   []func()
+	tasks   []*Timer // fired, their tasks not handed over yet
 	// spares are empty arrays from lanes the driver emptied, for the
 	// lanes it fills to grow into, so that firing makes less garbage and
 	// brings the next collection (which delays timers) less close.
@@ -101,6 +113,9 @@ type TimingWheel struct {
 	spares     [][]*Timer
 	spareSlots int
 	waiters    []syncRequest
+	// dueFlushed and dueDeferred track the due bucket within a pass of
+	// the loop; see duepass.go.
+	dueFlushed, dueDeferred bool
 }
 
 // Option configures a TimingWheel.
@@ -140,7 +155,9 @@ func WithClock(c clock.Clock) Option {
 // with each task; it may run it inline (fastest, but a slow task delays
 // every later timer), hand it to a worker pool, or start a goroutine. The
 // default starts a goroutine per task, as time.AfterFunc does. Tasks
-// handed to run already recover their own panics.
+// handed to run already recover their own panics. run may block (a
+// bounded pool whose workers are busy): the driver then waits, and later
+// timers are late; a task may still call the wheel's Stop (see Stop).
 func WithExecutor(run func(task func())) Option { return func(c *config) { c.exec = run } }
 
 // WithPreciseSleep has no effect; it is kept so that programs using it
@@ -158,7 +175,13 @@ func WithPanicHandler(h func(recovered any)) Option { return func(c *config) { c
 
 // New returns a stopped wheel configured by opts; call Start to run it.
 // It returns an error wrapping ErrInvalidOption for a tick <= 0, a wheel
-// size < 1 or a nil clock.
+// size < 1 or > 65536, or a nil clock.
+//
+// A new wheel allocates a few KiB; each level of buckets is allocated
+// when the first timer needs it, level 0 included, and is kept until the
+// wheel is garbage-collected. A level takes 64 bytes per bucket per lane:
+// with the default 512 buckets, 4×GOMAXPROCS lanes (at most 64), that is
+// 256 KiB at GOMAXPROCS=2 and 2 MiB at GOMAXPROCS=16.
 func New(opts ...Option) (*TimingWheel, error) {
 	cfg := config{tick: DefaultTick, wheelSize: DefaultWheelSize}
 	for _, o := range opts {
@@ -168,7 +191,8 @@ func New(opts ...Option) (*TimingWheel, error) {
 }
 
 // NewTimingWheel returns a stopped wheel with the given tick and wheel
-// size; call Start to run it. It panics if tick <= 0 or wheelSize < 1. It
+// size; call Start to run it. It panics if tick <= 0 or wheelSize is not
+// in [1, 65536]. It
 // has the signature of github.com/RussellLuo/timingwheel's constructor.
 func NewTimingWheel(tick time.Duration, wheelSize int64, opts ...Option) *TimingWheel {
 	cfg := config{wheelSize: DefaultWheelSize}
@@ -234,12 +258,12 @@ func newWheel(cfg config) (*TimingWheel, error) {
 		queue:     newDelayQueue(),
 		stopCh:    make(chan struct{}),
 		exited:    make(chan struct{}),
+		leftExec:  make(chan struct{}, 1),
 		syncReqs:  make(chan syncRequest),
 	}
 	w.start = w.clock.Now()
 	w.due.exp.Store(noExpiration)
 	w.due.lanes = newBuckets(1, lanes, 0)[0].lanes
-	w.level(0)
 	return w, nil
 }
 
@@ -257,7 +281,9 @@ func defaultLanes() int {
 }
 
 // Start starts the driver goroutine. Timers scheduled before Start fire
-// once it runs. Start is idempotent, and does nothing after Stop. On Linux
+// once it runs, except AfterFunc and ScheduleFunc timers due when they
+// are made, whose tasks are handed to the executor at once (see
+// AfterFunc). Start is idempotent, and does nothing after Stop. On Linux
 // a wheel on the real clock opens a timerfd to wake on (one file
 // descriptor, which Stop closes); if the system refuses one, it wakes on a
 // runtime timer alone.
@@ -268,15 +294,33 @@ func (w *TimingWheel) Start() {
 		return
 	}
 	w.started = true
-	go w.run()
+	w.begun.Store(true)
+	w.handing.Lock() // for the driver; see handover.go
+	ready := make(chan struct{})
+	go func() {
+		w.driverID = goroutineID()
+		close(ready)
+		w.run()
+	}()
+	<-ready
 }
 
-// Stop stops the wheel: after Stop returns no pending timer fires (no task
-// is handed to the executor; one handed over just before may still be
-// starting in its goroutine) and the driver goroutine has exited. Timers
-// scheduled afterwards never fire, and Stop on them returns true.
-// Stop is idempotent. It must not be called from a task that an inline
-// executor runs on the driver goroutine, since it waits for that goroutine.
+// Stop stops the wheel: after Stop returns no pending timer fires and no
+// further task is handed to the executor (one handed over just before may
+// still be starting). The timers it kept from running, including those
+// that had fired but whose tasks were not handed over yet, stay pending:
+// Len counts them and Stop on them returns true. So do timers scheduled
+// or reset afterwards, which never fire. Stop is idempotent.
+//
+// Stop waits for the driver goroutine to exit, unless the driver is in a
+// call of the executor that may be waiting for the caller: when Stop is
+// called from a task run inline on the driver goroutine, or while another
+// task of this wheel runs beside the call (the executor may be a bounded
+// pool whose workers are all busy, one with the caller). Then it returns
+// at once, and the driver exits as soon as the call returns. So a task
+// may call Stop without deadlock. An executor that blocks for another
+// reason (its pool busy with work of other wheels) delays Stop until it
+// takes the task.
 func (w *TimingWheel) Stop() {
 	w.life.Lock()
 	if !w.stopped.Load() {
@@ -287,19 +331,23 @@ func (w *TimingWheel) Stop() {
 		}
 	}
 	w.life.Unlock()
-	<-w.exited
+	w.waitForDriver()
 }
 
 // Len returns the number of timers pending: scheduled and neither fired
-// nor stopped. A periodic timer counts while it waits for its next run.
-// Len locks each bucket lane in turn, so it costs a few microseconds per
-// thousand buckets: call it to observe, not on a hot path.
+// nor stopped, including those the wheel's Stop kept from running and
+// those made or reset on a stopped wheel. A periodic timer counts while it
+// waits for its next run. The count is exact while the driver moves
+// timers between levels; a timer stops counting when it fires, before its
+// task is handed over. Len locks each bucket lane in turn, so it costs a
+// few microseconds per thousand buckets: call it to observe, not on a hot
+// path.
 func (w *TimingWheel) Len() int {
-	n := int(w.inFlight.Load()) + w.due.count()
+	n := int(w.outside.Load()) + w.due.pendingCount()
 	for i := range w.levels {
 		if lv := w.levels[i].Load(); lv != nil {
 			for j := range lv.buckets {
-				n += lv.buckets[j].count()
+				n += lv.buckets[j].pendingCount()
 			}
 		}
 	}
@@ -309,7 +357,9 @@ func (w *TimingWheel) Len() int {
 // AfterFunc waits for duration d and then calls f in the way the executor
 // runs tasks (by default in its own goroutine). It returns a Timer that can
 // cancel the call with Stop or move it with Reset. d <= 0 runs f as soon as
-// possible. It panics if f is nil.
+// possible: on the driver's next pass, or, before Start, by handing it to
+// the executor at once, as github.com/RussellLuo/timingwheel does. It
+// panics if f is nil.
 func (w *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: AfterFunc called with nil func")
@@ -324,7 +374,8 @@ func (w *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 // real clock, a time.Now reading or one derived from it, so that its
 // monotonic reading is used). A deadline already past runs f as soon as
 // possible. It saves AfterFunc's clock read when the caller has just read
-// the clock itself. It panics if f is nil.
+// the clock itself. A deadline already past is handled as AfterFunc with
+// d <= 0. It panics if f is nil.
 func (w *TimingWheel) AfterFuncAt(deadline time.Time, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: AfterFuncAt called with nil func")
@@ -336,23 +387,20 @@ func (w *TimingWheel) AfterFuncAt(deadline time.Time, f func()) *Timer {
 
 // NewTimer returns a Timer that sends the time it fires on its channel C
 // after duration d. As with time.Timer since Go 1.23, C has no stale value
-// after Stop or Reset returns.
+// after Stop or Reset returns, and a timer that the program no longer
+// references (neither the Timer nor C) is garbage-collected even while
+// pending: the wheel holds it weakly (see chantimer.go).
 func (w *TimingWheel) NewTimer(d time.Duration) *Timer {
-	c := make(chan time.Time, 1)
-	t := &Timer{C: c, w: w}
-	t.f = func() {
-		select {
-		case c <- w.firedAt:
-		default:
-		}
-	}
+	t := w.newChanTimer()
 	when, due := w.deadline(d)
-	w.schedule(t, when, due, kindChan)
-	return t
+	w.schedule(t.core, when, due, kindChan)
+	return &t.Timer
 }
 
 // After waits for duration d and then sends the time on the returned
-// channel. It is NewTimer(d).C; use NewTimer to be able to stop it.
+// channel. It is NewTimer(d).C; use NewTimer to be able to stop it. Once
+// the program no longer references the channel, the timer is
+// garbage-collected, even while pending.
 func (w *TimingWheel) After(d time.Duration) <-chan time.Time {
 	return w.NewTimer(d).C
 }
@@ -361,14 +409,11 @@ func (w *TimingWheel) After(d time.Duration) <-chan time.Time {
 // deadline has already passed.
 func (w *TimingWheel) schedule(t *Timer, when int64, due bool, k uint64) {
 	t.when = when
-	if w.stopped.Load() {
-		// A stopped wheel never fires: the timer stays pending in no
-		// lane, so that a Stop still reports that it kept it from running.
-		t.state = k | statusPending
+	if k != kindChan && !w.begun.Load() && !w.stopped.Load() && (due || when <= w.now()) {
+		w.runBeforeStart(t, k)
 		return
 	}
-	t.state = k | statusPending // t is not shared yet: no atomic needed
-	w.insertOwned(t, t.state, false, due)
+	w.armOwned(t, k, false, due)
 }
 
 // now returns the wheel's clock in ns since start.
@@ -416,6 +461,7 @@ const spareIdle = time.Second
 // due, and sleeps until the earliest bucket is due or a new bucket becomes
 // the earliest. Its alarm wakes it at the instant (see alarm.go).
 func (w *TimingWheel) run() {
+	defer w.handing.Unlock() // after close(w.exited): see waitForDriver
 	defer close(w.exited)
 	al := newAlarm(w.clock, w.realClock)
 	defer al.close()
@@ -424,11 +470,13 @@ func (w *TimingWheel) run() {
 		if !w.fireDue(now, false) {
 			return
 		}
+		w.endPass()
 		w.releaseWaiters(now)
 
 		if next, ok := w.queue.peek(); ok {
 			wait := time.Duration(next - w.now())
 			if wait <= 0 {
+				w.takeRequest()
 				continue // came due while we flushed
 			}
 			if wait > spareIdle {
@@ -477,22 +525,27 @@ func (w *TimingWheel) fireDue(now int64, fineOnly bool) bool {
 			return true
 		}
 		// A stale entry: the bucket was flushed or re-armed since.
-		if !e.b.exp.CompareAndSwap(e.exp, noExpiration) {
+		if !e.b.exp.CompareAndSwap(e.exp, noExpiration) || !w.dueTurn(e.b) {
 			continue
 		}
 		w.flush(e.b)
 	}
 }
 
-// runTasks hands the tasks of fired timers to the executor.
+// runTasks hands the tasks of fired timers to the executor; once the
+// wheel is stopped, it keeps them instead.
 func (w *TimingWheel) runTasks() {
-	for i, f := range w.tasks {
+	for i, t := range w.tasks {
 		w.tasks[i] = nil
-		if w.exec == nil {
-			go w.runTask(f)
+		if w.stopped.Load() {
+			w.keepFired(t)
 			continue
 		}
-		w.execute(f)
+		if w.exec == nil {
+			go w.runFired(t)
+			continue
+		}
+		w.execute(t)
 	}
 	if w.exec == nil && len(w.tasks) > 1 {
 		// Let the goroutines just started run before the next batch
@@ -506,29 +559,36 @@ func (w *TimingWheel) runTasks() {
 // recovered wherever the executor runs it; a panic of the executor itself
 // is reported like a task's. The wrappers are pooled: firing allocates
 // nothing, which keeps the driver clear of garbage-collector assists.
-func (w *TimingWheel) execute(f func()) {
+func (w *TimingWheel) execute(t *Timer) {
 	defer w.recoverPanic()
 	r, _ := w.runners.Get().(*runner)
 	if r == nil {
 		r = &runner{w: w}
 		r.run = r.runOnce
 	}
-	r.f = f
-	w.exec(r.run)
+	r.t = t
+	w.handOver(r)
 }
 
-// A runner carries one task to a custom executor; see execute.
+// A runner carries the task of one fired timer to a custom executor; see
+// execute.
 type runner struct {
 	w   *TimingWheel
-	f   func()
+	t   *Timer
 	run func() // r.runOnce, made once per runner
+	// running is set while the task runs, for waitForDriver.
+	running atomic.Bool
 }
 
 func (r *runner) runOnce() {
-	w, f := r.w, r.f
-	r.f = nil
+	w, t := r.w, r.t
+	r.t = nil
+	r.running.Store(true)
+	w.tasksRunning.Add(1)
+	w.runFired(t)
+	w.tasksRunning.Add(-1)
+	r.running.Store(false)
 	w.runners.Put(r)
-	w.runTask(f)
 }
 
 // runTask runs f, reporting a panic to the panic handler.

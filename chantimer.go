@@ -1,0 +1,83 @@
+package timingwheel
+
+import (
+	"reflect"
+	"runtime"
+	"time"
+	"unsafe"
+	"weak"
+)
+
+// Channel timers are garbage-collected when the program no longer
+// references them, as time.Timer's are since Go 1.23, so that
+//
+//	select {
+//	case <-w.After(time.Hour):
+//	case <-ctx.Done():
+//	}
+//
+// in a loop does not keep a timer per iteration for an hour.
+//
+// The program references a channel timer through its Timer or through C
+// alone (After returns only C), so C is what decides: the Timer the
+// program holds (the handle) refers to C and to a second Timer (the core),
+// which the wheel links in its lanes and which refers to C only weakly.
+// When C becomes unreachable, the collector frees it, and a cleanup
+// attached to it stops the core, which the next collection frees. Until
+// then a core that fires finds C gone and sends nothing.
+//
+// AfterFunc timers are not collected: their tasks must run. Their path is
+// unchanged: only channel timers pay for the handle, the weak pointer and
+// the cleanup.
+
+// chanTimer is what NewTimer allocates; the program gets &Timer. A handle
+// is the only Timer whose C is set, which is how the Timer methods tell
+// one.
+type chanTimer struct {
+	Timer        // the handle: C and w; never linked
+	core  *Timer // linked in the lanes; sends on C through a weak pointer
+}
+
+// chanHeader stands for the runtime's channel structure, which a channel
+// value points to: a weak pointer and a cleanup need a pointer to it.
+type chanHeader struct{ _ uintptr }
+
+func (w *TimingWheel) newChanTimer() *chanTimer {
+	c := make(chan time.Time, 1)
+	hdr := (*chanHeader)(reflect.ValueOf(c).UnsafePointer())
+	ref := weak.Make(hdr)
+	core := &Timer{w: w}
+	core.f = func() {
+		if hdr := ref.Value(); hdr != nil {
+			select {
+			case *(*chan time.Time)(unsafe.Pointer(&hdr)) <- w.firedAt:
+			default:
+			}
+		}
+	}
+	runtime.AddCleanup(hdr, stopCore, core)
+	return &chanTimer{Timer: Timer{C: c, w: w}, core: core}
+}
+
+// stopCore stops the core of a channel timer whose channel was collected.
+func stopCore(core *Timer) { core.stop() }
+
+// chanTimer returns the chanTimer whose handle t is; t.C must be set.
+func (t *Timer) chanTimer() *chanTimer {
+	return (*chanTimer)(unsafe.Pointer(t))
+}
+
+func (h *chanTimer) stop() bool {
+	stopped := h.core.stop()
+	if drain(h.C) {
+		stopped = true
+	}
+	runtime.KeepAlive(h) // C stays reachable: no cleanup stops the core meanwhile
+	return stopped
+}
+
+func (h *chanTimer) rearm(when int64, due bool) bool {
+	active := h.core.rearm(when, due, h.C)
+	runtime.KeepAlive(h)
+	return active
+}

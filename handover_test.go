@@ -1,0 +1,214 @@
+package timingwheel
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stopsWithin calls w.Stop and fails the test if it does not return soon.
+func stopsWithin(t *testing.T, w *TimingWheel) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { w.Stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the wheel's Stop deadlocked")
+	}
+}
+
+// Promise 6: the wheel's Stop called from a task under an executor that
+// blocks (a pool of one worker, busy with that very task) returns: the
+// hand-over in progress completes, and the tasks not handed over are kept
+// (Stop on their timers returns true).
+func TestWheelStopFromTaskUnderBlockingPool(t *testing.T) {
+	jobs := make(chan func())
+	var handovers atomic.Int32
+	second := make(chan struct{})
+	pool := func(task func()) {
+		if handovers.Add(1) == 2 {
+			close(second) // the worker is busy: this hand-over blocks
+		}
+		jobs <- task
+	}
+	var workerDone sync.WaitGroup
+	workerDone.Add(1)
+	go func() {
+		defer workerDone.Done()
+		for task := range jobs {
+			task()
+		}
+	}()
+	defer workerDone.Wait()
+	defer close(jobs)
+
+	mock := clock.NewMock()
+	w, err := New(WithClock(mock), WithExecutor(pool))
+	require.NoError(t, err)
+	w.Start()
+	const n = 5
+	var ran atomic.Int32
+	var first atomic.Bool
+	stopReturned := make(chan struct{})
+	timers := make([]*Timer, n)
+	for i := range timers {
+		timers[i] = w.AfterFunc(time.Millisecond, func() {
+			ran.Add(1)
+			if first.CompareAndSwap(false, true) {
+				<-second
+				stopsWithin(t, w)
+				close(stopReturned)
+			}
+		})
+	}
+	mock.Add(time.Millisecond)
+	select {
+	case <-stopReturned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the task calling Stop never ran")
+	}
+	// The second task was being handed over: it runs once the worker is
+	// free. The other three were kept.
+	require.Eventually(t, func() bool { return ran.Load() == 2 && w.Len() == n-2 }, 5*time.Second, time.Millisecond)
+	kept := 0
+	for _, tm := range timers {
+		if tm.Stop() {
+			kept++
+		}
+	}
+	assert.Equal(t, n-2, kept)
+	assert.Zero(t, w.Len())
+	assert.EqualValues(t, 2, ran.Load())
+}
+
+// The wheel's Stop called from a task run inline on the driver goroutine
+// returns, and keeps the rest of the batch.
+func TestWheelStopFromInlineTask(t *testing.T) {
+	mock := clock.NewMock()
+	w, err := New(WithClock(mock), WithExecutor(inline))
+	require.NoError(t, err)
+	w.Start()
+	var ran atomic.Int32
+	timers := make([]*Timer, 4)
+	for i := range timers {
+		timers[i] = w.AfterFunc(time.Millisecond, func() {
+			if ran.Add(1) == 1 {
+				w.Stop()
+			}
+		})
+	}
+	mock.Add(time.Millisecond)
+	require.Eventually(t, func() bool { return ran.Load() == 1 && w.Len() == 3 }, 5*time.Second, time.Millisecond)
+	stopped := 0
+	for _, tm := range timers {
+		if tm.Stop() {
+			stopped++
+		}
+	}
+	assert.Equal(t, 3, stopped)
+	stopsWithin(t, w)
+	assert.EqualValues(t, 1, ran.Load())
+}
+
+// A timer that fired but whose task the executor has not started yet can
+// still be stopped: the task then does not run.
+func TestStopBeforeHandedOverTaskStarts(t *testing.T) {
+	var queued []func()
+	var mu sync.Mutex
+	deferExec := func(task func()) { mu.Lock(); queued = append(queued, task); mu.Unlock() }
+	w, mock := mockWheel(t, WithExecutor(deferExec))
+	var runs atomic.Int32
+	tm := w.AfterFunc(time.Millisecond, func() { runs.Add(1) })
+	other := w.AfterFunc(time.Millisecond, func() { runs.Add(10) })
+	advance(t, w, mock, time.Millisecond)
+	mu.Lock()
+	require.Len(t, queued, 2)
+	tasks := queued
+	mu.Unlock()
+	assert.True(t, tm.Stop())
+	assert.True(t, other.Reset(time.Hour), "a fired timer whose task has not started counts as pending")
+	for _, task := range tasks {
+		task()
+	}
+	assert.Zero(t, runs.Load(), "a stopped or reset timer's queued task ran")
+	assert.Equal(t, 1, w.Len())
+}
+
+// A Scheduler that panics is reported to the panic handler, with the
+// default executor too; the program goes on.
+func TestSchedulerPanicIsRecovered(t *testing.T) {
+	mock := clock.NewMock()
+	got := make(chan any, 1)
+	w, err := New(WithClock(mock), WithPanicHandler(func(r any) { got <- r }))
+	require.NoError(t, err)
+	w.Start()
+	defer w.Stop()
+	calls := 0
+	w.ScheduleFunc(schedulerFunc(func(prev time.Time) time.Time {
+		if calls++; calls > 1 {
+			panic("next")
+		}
+		return prev.Add(time.Millisecond)
+	}), func() {})
+	mock.Add(time.Millisecond)
+	select {
+	case r := <-got:
+		assert.Equal(t, "next", r)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the panic was not reported")
+	}
+}
+
+// A Stop from outside the tasks still waits for a task run inline to
+// return, and for the driver to exit.
+func TestWheelStopWaitsForInlineTaskOfOthers(t *testing.T) {
+	mock := clock.NewMock()
+	w, err := New(WithClock(mock), WithExecutor(inline))
+	require.NoError(t, err)
+	w.Start()
+	entered, release := make(chan struct{}), make(chan struct{})
+	var returned atomic.Bool
+	w.AfterFunc(time.Millisecond, func() {
+		close(entered)
+		<-release
+		returned.Store(true)
+	})
+	mock.Add(time.Millisecond)
+	<-entered
+	stopped := make(chan struct{})
+	go func() { w.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while an inline task was running")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop did not return")
+	}
+	assert.True(t, returned.Load())
+	select {
+	case <-w.exited:
+	default:
+		t.Fatal("the driver had not exited when Stop returned")
+	}
+}
+
+func TestGoroutineIDsDiffer(t *testing.T) {
+	here := goroutineID()
+	there := make(chan uint64)
+	go func() { there <- goroutineID() }()
+	other := <-there
+	assert.NotZero(t, here)
+	assert.NotZero(t, other)
+	assert.NotEqual(t, here, other)
+	assert.Equal(t, here, goroutineID())
+}

@@ -166,6 +166,8 @@ func WithExecutor(run func(task func())) Option { return func(c *config) { c.exe
 // bucket, to wake closer to its due time than a runtime timer does. The
 // driver now wakes on a timerfd watched by the runtime's netpoller (see
 // New), which is closer still and holds neither, for every wheel.
+//
+// Deprecated: the driver wakes precisely by default; remove the option.
 func WithPreciseSleep(on bool) Option { return func(*config) {} }
 
 // WithPanicHandler sets the function that receives the value recovered

@@ -29,7 +29,6 @@ func init() {
 // Labels of the engines that fire measures; they name the plot's lines.
 const (
 	labelInline    = "wheel, inline executor"
-	labelPrecise   = "wheel, inline executor, precise sleep"
 	labelGoroutine = "wheel, goroutine executor"
 	labelRuntime   = "runtime"
 )
@@ -57,9 +56,8 @@ type fireState struct {
 	done  chan struct{}
 }
 
-// runFire measures the wheel with the inline executor, without and with
-// WithPreciseSleep, the wheel with the default goroutine-per-task
-// executor, and the runtime, one after the other, each firing -fire-n
+// runFire measures the wheel with the inline executor, the wheel with the
+// default goroutine-per-task executor, and the runtime, one after the other, each firing -fire-n
 // timers due across -window.
 func runFire(e *env) ([]row, error) {
 	n := e.opts.fireN
@@ -70,11 +68,6 @@ func runFire(e *env) ([]row, error) {
 	}
 
 	in, err := fireWheel(e, labelInline, executorInline, offsets)
-	if err != nil {
-		return nil, err
-	}
-	release()
-	ip, err := fireWheel(e, labelPrecise, executorInline, offsets, timingwheel.WithPreciseSleep(true))
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +84,6 @@ func runFire(e *env) ([]row, error) {
 	release()
 
 	e.addLateness(labelInline, in.late)
-	e.addLateness(labelPrecise, ip.late)
 	e.addLateness(labelGoroutine, gr.late)
 	e.addLateness(labelRuntime, rt.late)
 
@@ -99,7 +91,6 @@ func runFire(e *env) ([]row, error) {
 	pair := func(figure, unit string, f func(fireResult) float64) {
 		rows = append(rows,
 			both(figure+" (inline)", unit, f(in), f(rt)),
-			both(figure+" (inline, precise)", unit, f(ip), f(rt)),
 			both(figure+" (goroutine)", unit, f(gr), f(rt)))
 	}
 	win := "window " + e.opts.window.String()

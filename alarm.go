@@ -6,11 +6,11 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-// An alarm wakes the driver at the instant its next bucket is due. It
-// sets a timer of the wheel's clock and, on the real clock where the
-// system has one, a wakeup (see wakeup_linux.go), which wakes an idle
-// program closer to the instant than a runtime timer does; the driver
-// takes whichever fires first. Neither holds a thread while it waits.
+// An alarm wakes the driver at the instant its next bucket is due: on the
+// real clock where the system has one, with a wakeup (see
+// wakeup_linux.go), which wakes an idle program closer to the instant than
+// a runtime timer does; otherwise with a timer of the wheel's clock.
+// Neither holds a thread while it waits.
 //
 // The driver loops more often than its next instant changes (each new
 // earliest bucket, Sync or spurious wake-up is a pass), so on the real
@@ -50,7 +50,10 @@ func (a *alarm) set(target int64, wait time.Duration) {
 		// was set, by more than the wait, in one step.
 		a.stopTimer()
 	}
-	if !a.timerOn {
+	if !a.timerOn && a.wk == nil {
+		// With a wakeup, the clock timer is not needed: the wakeup fires
+		// first, and setting both would double the work of each wake-up
+		// (and moving a runtime timer earlier interrupts the poller).
 		a.timer.Reset(wait)
 		a.timerOn = true
 	}

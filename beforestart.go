@@ -8,6 +8,7 @@ package timingwheel
 // starts still prevents it. This path is rare and may allocate.
 func (w *TimingWheel) runBeforeStart(t *Timer, k uint64) {
 	t.state = k | statusRunning // t is not shared yet
+	w.handingOver()
 	if w.exec == nil {
 		go w.runFired(t)
 		return

@@ -126,3 +126,27 @@ func Example_deadlineAccuracy() {
 	// Output:
 	// fired after its deadline: true
 }
+
+func ExampleTimingWheel_Shutdown() {
+	w, err := timingwheel.New()
+	if err != nil {
+		panic(err)
+	}
+	w.Start()
+
+	sent := make(chan struct{})
+	w.AfterFunc(time.Millisecond, func() {
+		close(sent)
+		time.Sleep(20 * time.Millisecond) // a reminder e-mail on its way
+		fmt.Println("reminder sent")
+	})
+	<-sent
+
+	// At exit: stop firing, and give the tasks under way 5s to finish.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	fmt.Println("shutdown:", w.Shutdown(ctx))
+	// Output:
+	// reminder sent
+	// shutdown: <nil>
+}

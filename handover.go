@@ -90,6 +90,7 @@ func goroutineID() uint64 {
 // took the timer back since it fired (or, for a periodic timer, its run
 // claims it; see periodic.run).
 func (w *TimingWheel) runFired(t *Timer) {
+	defer w.taskDone()
 	if kind(t.load()) == kindPeriodic {
 		w.runTask(t.f) // a panic of its Scheduler is reported too
 		return

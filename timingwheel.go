@@ -27,7 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"math"
 	"math/bits"
 	"reflect"
@@ -71,6 +71,7 @@ type TimingWheel struct {
 	start     time.Time
 	exec      func(task func())
 	onPanic   func(recovered any)
+	logger    *slog.Logger
 
 	cur    atomic.Int64 // the driver's clock, in ticks since start
 	levels [maxLevels]atomic.Pointer[level]
@@ -101,6 +102,8 @@ type TimingWheel struct {
 	driverID      uint64 // the driver goroutine's ID, set before Start returns
 	// tasksRunning counts the tasks a custom executor is running.
 	tasksRunning atomic.Int64
+	// underway counts the tasks handed over and not returned, for Shutdown.
+	underway underway
 
 	// Owned by the driver goroutine.
 	firedAt time.Time
@@ -128,6 +131,7 @@ type config struct {
 	clockSet  bool
 	exec      func(task func())
 	onPanic   func(recovered any)
+	logger    *slog.Logger
 	lanes     int // lanes per bucket; 0 for the default (tests set it)
 	levels    int // a cap on the levels; 0 for none (tests set it)
 }
@@ -171,9 +175,14 @@ func WithExecutor(run func(task func())) Option { return func(c *config) { c.exe
 func WithPreciseSleep(on bool) Option { return func(*config) {} }
 
 // WithPanicHandler sets the function that receives the value recovered
-// from a panicking task. The default logs it with its stack. Either way the
-// wheel and every other timer go on.
+// from a panicking task. The default logs it with its stack (see
+// WithLogger). Either way the wheel and every other timer go on.
 func WithPanicHandler(h func(recovered any)) Option { return func(c *config) { c.onPanic = h } }
+
+// WithLogger sets the logger that reports a panicking task, at level
+// Error with the attributes "panic" (the value) and "stack", when no
+// WithPanicHandler is set: slog.Default() by default.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // New returns a stopped wheel configured by opts; call Start to run it.
 // It returns an error wrapping ErrInvalidOption for a tick <= 0, a wheel
@@ -257,10 +266,12 @@ func newWheel(cfg config) (*TimingWheel, error) {
 		realClock: realClock,
 		exec:      cfg.exec,
 		onPanic:   cfg.onPanic,
+		logger:    cfg.logger,
 		queue:     newDelayQueue(),
 		stopCh:    make(chan struct{}),
 		exited:    make(chan struct{}),
 		leftExec:  make(chan struct{}, 1),
+		underway:  underway{idle: make(chan struct{})},
 		syncReqs:  make(chan syncRequest),
 	}
 	w.start = w.clock.Now()
@@ -543,6 +554,7 @@ func (w *TimingWheel) runTasks() {
 			w.keepFired(t)
 			continue
 		}
+		w.handingOver()
 		if w.exec == nil {
 			go w.runFired(t)
 			continue
@@ -608,7 +620,11 @@ func (w *TimingWheel) recoverPanic() {
 		w.onPanic(r)
 		return
 	}
-	log.Printf("timingwheel: task panicked: %v\n%s", r, debug.Stack())
+	l := w.logger
+	if l == nil {
+		l = slog.Default()
+	}
+	l.Error("timingwheel: task panicked", "panic", r, "stack", string(debug.Stack()))
 }
 
 type syncRequest struct {

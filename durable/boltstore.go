@@ -33,6 +33,7 @@ type BoltStore struct {
 	ops        chan *writeOp
 	writerDone chan struct{}
 	commits    atomic.Int64 // transactions committed, for tests
+	ahead      aheadLeases  // leases claimed ahead, not confirmed yet
 
 	closeMu sync.RWMutex
 	closed  bool
@@ -332,6 +333,9 @@ func (s *BoltStore) Enqueue(ctx context.Context, msgs []Message) error {
 			}
 			if old != nil {
 				r.token = old.token
+				if old.state == stateInflight {
+					s.ahead.take(m.ID, old.token)
+				}
 				if err := t.remove(old); err != nil {
 					return false, err
 				}
@@ -354,7 +358,7 @@ func (s *BoltStore) Cancel(ctx context.Context, id string) (found bool, err erro
 			return false, err
 		case r == nil:
 			return false, nil
-		case r.state == stateInflight:
+		case r.state == stateInflight && !s.ahead.take(id, r.token):
 			return false, ErrInFlight
 		}
 		found = true
@@ -390,12 +394,17 @@ func (s *BoltStore) Claim(ctx context.Context, limit int, lease, ahead time.Dura
 			if err := t.place(string(id), r, stateInflight, deadline); err != nil {
 				return false, err
 			}
+			early := r.due > now
+			if early {
+				s.ahead.add(string(id), token)
+			}
 			c.Leases = append(c.Leases, Lease{
 				Message:  Message{ID: string(id), Payload: r.payload, Due: fromUnixNano(r.due)},
 				Attempt:  int(r.attempt),
 				Token:    token,
 				Deadline: fromUnixNano(deadline),
 				Ready:    fromUnixNano(max(now, r.due)),
+				Ahead:    early,
 			})
 		}
 		c.NextDue, c.NextDeadline = t.nextTimes()
@@ -414,6 +423,7 @@ func (s *BoltStore) Ack(ctx context.Context, id string, token uint64) error {
 		if err != nil {
 			return false, err
 		}
+		s.ahead.forget(id)
 		return true, t.delete(id, r)
 	})
 }
@@ -426,6 +436,7 @@ func (s *BoltStore) Retry(ctx context.Context, id string, token uint64, after ti
 		if err != nil {
 			return false, err
 		}
+		s.ahead.forget(id)
 		dead, err = t.fail(id, r, s.now(), after, maxAttempts)
 		return true, err
 	})
@@ -479,6 +490,7 @@ func (s *BoltStore) Reap(ctx context.Context, limit int, p RetryPolicy) (rp Reap
 					return false, err
 				}
 			}
+			s.ahead.forget(string(id))
 			dead, err := t.fail(string(id), r, now, after, p.MaxAttempts)
 			if err != nil {
 				return false, err

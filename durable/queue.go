@@ -152,41 +152,36 @@ func (q *Queue) Enqueue(ctx context.Context, m Message) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
+	held := q.heldAhead(m.ID)
 	err := q.call(func() error { return q.store.Enqueue(ctx, []Message{m}) })
 	if err != nil {
 		return err
 	}
-	q.mu.Lock()
-	q.revokeLocked(m.ID) // its lease is lost: the old version is not handed out
-	q.mu.Unlock()
+	// A receiver of this process that held the old version since before
+	// the write stops waiting for it: the store took it back, and its
+	// Confirm would fail. One that claimed since holds the new version.
+	q.revokeIfHeld(m.ID, held)
 	q.wakeAt(m.Due)
 	return nil
 }
 
-// Cancel deletes the pending or dead message id, and reports whether
-// there was one. It returns ErrInFlight, and deletes nothing, while the
-// message is being delivered.
+// Cancel deletes the message id if it is pending or dead, or claimed
+// ahead by a receiver, in any process, that has not handed it out yet
+// (see Receive): that receiver then claims another. It reports whether
+// there was one. It returns ErrInFlight, and deletes nothing, once the
+// message has been handed out to a consumer: ack it, or let its lease
+// expire, instead. Once Cancel returns true, no receiver hands the
+// message out.
 func (q *Queue) Cancel(ctx context.Context, id string) (bool, error) {
+	held := q.heldAhead(id)
 	var found bool
 	err := q.call(func() (err error) {
-		// A message this process claimed ahead and has not handed out
-		// is cancelled by acking its lease.
-		q.mu.Lock()
-		held := q.revokeLocked(id)
-		q.mu.Unlock()
-		if held != nil {
-			err := q.store.Ack(ctx, id, held.token)
-			if err == nil {
-				found = true
-				return nil
-			}
-			if !errors.Is(err, ErrLeaseLost) {
-				return err
-			}
-		}
 		found, err = q.store.Cancel(ctx, id)
 		return err
 	})
+	if found {
+		q.revokeIfHeld(id, held)
+	}
 	return found, err
 }
 
@@ -258,7 +253,9 @@ var errRevoked = errors.New("durable: held message replaced or cancelled")
 
 // handOut returns d at its due time, d.dueAt on the queue's clock. While
 // it waits, d is in q.ahead: an Enqueue or Cancel of its ID in this
-// process revokes it, and Close gives it back to the store.
+// process revokes it, and Close gives it back to the store. A message
+// claimed ahead is then confirmed with the store (Store.Confirm), which
+// fails if an Enqueue or Cancel of any process took it back meanwhile.
 func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 	q.mu.Lock()
 	if q.closed {
@@ -266,46 +263,74 @@ func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 		q.release(d)
 		return nil, ErrClosed
 	}
-	if !d.dueAt.After(q.clock.Now()) {
+	if d.dueAt.After(q.clock.Now()) {
+		q.ahead[d.ID] = d
+		q.waiting++
+		q.mu.Unlock()
+
+		ready := make(chan struct{})
+		t := q.wheel.AfterFuncAt(d.dueAt, func() { close(ready) })
+		select {
+		case <-ready:
+		case <-q.done:
+		}
+		t.Stop()
+
+		q.mu.Lock()
+		q.waiting--
+		if q.ahead[d.ID] == d {
+			delete(q.ahead, d.ID)
+		}
+		switch {
+		case d.revoked:
+			q.mu.Unlock()
+			return nil, errRevoked
+		case q.closed: // Close released it
+			q.mu.Unlock()
+			return nil, ErrClosed
+		}
+	}
+	if !d.ahead {
 		q.mu.Unlock()
 		return d, nil
 	}
-	q.ahead[d.ID] = d
-	q.waiting++
+	q.active.Add(1) // Close waits for the confirmation
 	q.mu.Unlock()
-
-	ready := make(chan struct{})
-	t := q.wheel.AfterFuncAt(d.dueAt, func() { close(ready) })
-	select {
-	case <-ready:
-	case <-q.done:
-	}
-	t.Stop()
-
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.waiting--
-	if q.ahead[d.ID] == d {
-		delete(q.ahead, d.ID)
-	}
+	err := q.store.Confirm(context.Background(), d.ID, d.token)
+	q.active.Done()
 	switch {
-	case d.revoked:
-		return nil, errRevoked
-	case q.closed: // Close released it
-		return nil, ErrClosed
+	case err == nil:
+		return d, nil
+	case !errors.Is(err, ErrLeaseLost):
+		// Whether it was taken back is unknown: it is not handed out,
+		// and comes back when its lease expires.
+		q.log.Warn("durable: confirming a message claimed ahead failed; it comes back when its lease expires",
+			"id", d.ID, "err", err)
 	}
-	return d, nil
+	return nil, errRevoked
 }
 
-// revokeLocked takes the held delivery of id, if any, away from the
-// Receive that holds it.
-func (q *Queue) revokeLocked(id string) *Delivery {
-	d := q.ahead[id]
-	if d != nil {
-		d.revoked = true
+// heldAhead returns the delivery of id this process holds ahead, if any.
+func (q *Queue) heldAhead(id string) *Delivery {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ahead[id]
+}
+
+// revokeIfHeld takes held, the delivery of id held before a write that
+// took it back in the store, from the Receive that holds it, if it still
+// does. A delivery claimed after the write is left alone: it is the new
+// version.
+func (q *Queue) revokeIfHeld(id string, held *Delivery) {
+	if held == nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.ahead[id] == held {
+		held.revoked = true
 		delete(q.ahead, id)
 	}
-	return d
 }
 
 // release gives back to the store a message claimed ahead and not handed

@@ -109,6 +109,7 @@ func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, ahead, byt
 			Token:    uint64(nums[1]),
 			Deadline: time.UnixMicro(max(nums[2], res.now) + lease),
 			Ready:    readyTime(dueTime(nums[2], nums[3]), res.now),
+			Ahead:    nums[2] > res.now, // as the script decides
 		})
 		res.bytes += int64(len(body))
 	}

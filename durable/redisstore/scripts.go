@@ -29,8 +29,9 @@ import "github.com/redis/go-redis/v9"
 // (0001 to 1000, 1000 for a time on the microsecond), then 16 hex digits
 // of the seq counter, the order in which messages were written. So
 // pending messages come out by due time to the nanosecond, then in the
-// order they became pending. In meta, state is p (pending), f (in flight)
-// or d (dead); prefix is the member's prefix in pending or dead, and - in
+// order they became pending. In meta, state is p (pending), f (in flight
+// and handed out), a (in flight, claimed ahead of its due time and not
+// confirmed yet: an Enqueue or a Cancel takes it back) or d (dead); prefix is the member's prefix in pending or dead, and - in
 // flight; token is the current lease's fencing token (0 if none); nonce
 // is the random number of the Enqueue call that wrote the message, kept
 // whatever happens to it, so that the same call sent again (go-redis
@@ -73,6 +74,12 @@ local function meta(raw)
     if not nonce then return nil end
   end
   return {st = st, pre = pre, att = tonumber(att), tok = tok, nonce = nonce}
+end
+
+-- leased reports whether m is in flight (handed out or claimed ahead)
+-- with the lease token tok.
+local function leased(m, tok)
+  return m and (m.st == 'f' or m.st == 'a') and m.tok == tok
 end
 
 -- mkmeta is the meta of a message in state st, keeping the nonce of m.
@@ -133,7 +140,7 @@ for i = 0, n - 1 do
     if m then
       if m.st == 'p' then
         redis.call('ZREM', P, m.pre .. id)
-      elseif m.st == 'f' then
+      elseif m.st == 'f' or m.st == 'a' then
         redis.call('ZREM', F, id)
       else
         redis.call('ZREM', D, m.pre .. id)
@@ -150,7 +157,8 @@ return n
 `)
 
 // claimScript leases up to ARGV[1] pending messages due by Redis's now
-// plus ARGV[4] microseconds, earliest first, each until ARGV[2]
+// plus ARGV[4] microseconds, earliest first (in state a if due after now,
+// f otherwise), each until ARGV[2]
 // microseconds after its due time or now, whichever is later, stopping
 // before the message whose payload would take the payloads leased over
 // ARGV[3] bytes (the first is always leased). It returns {now, now+lease,
@@ -193,7 +201,9 @@ if limit > 0 then
         zargs[#zargs + 1] = num(math.max(tonumber(due[2 * i]), now) + lease)
         zargs[#zargs + 1] = ids[i]
         hargs[#hargs + 1] = ids[i]
-        hargs[#hargs + 1] = mkmeta('f', '-', att, ts, m)
+        local st = 'f'
+        if tonumber(due[2 * i]) > now then st = 'a' end
+        hargs[#hargs + 1] = mkmeta(st, '-', att, ts, m)
         out[#out + 1] = ids[i]
         out[#out + 1] = bodies[i] or ''
         out[#out + 1] = att
@@ -216,7 +226,7 @@ return {now, deadline, head(P), head(F), out}
 var ackScript = redis.NewScript(prelude + `
 local id = ARGV[1]
 local m = meta(redis.call('HGET', M, id))
-if not m or m.st ~= 'f' or m.tok ~= ARGV[2] then return 0 end
+if not leased(m, ARGV[2]) then return 0 end
 redis.call('ZREM', F, id)
 redis.call('HDEL', M, id)
 redis.call('HDEL', B, id)
@@ -230,7 +240,7 @@ return 1
 var retryScript = redis.NewScript(prelude + `
 local id = ARGV[1]
 local m = meta(redis.call('HGET', M, id))
-if not m or m.st ~= 'f' or m.tok ~= ARGV[2] then return -1 end
+if not leased(m, ARGV[2]) then return -1 end
 local now = now_us()
 redis.call('ZREM', F, id)
 local pre = prefix('1000', redis.call('INCR', S))
@@ -251,13 +261,27 @@ return 0
 var extendScript = redis.NewScript(prelude + `
 local id = ARGV[1]
 local m = meta(redis.call('HGET', M, id))
-if not m or m.st ~= 'f' or m.tok ~= ARGV[2] then return 0 end
+if not leased(m, ARGV[2]) then return 0 end
 redis.call('ZADD', F, 'XX', num(now_us() + tonumber(ARGV[3])), id)
 return 1
 `)
 
-// cancelScript deletes the pending or dead message ARGV[1]. It returns 1
-// if it did, 0 if there was none, 2 if the message is in flight.
+// confirmScript hands out the lease ARGV[2] of ARGV[1], claimed ahead:
+// state a becomes f. It returns 1 if the lease is current (whether it was
+// confirmed already or not), 0 if it is lost.
+var confirmScript = redis.NewScript(prelude + `
+local id = ARGV[1]
+local m = meta(redis.call('HGET', M, id))
+if not leased(m, ARGV[2]) then return 0 end
+if m.st == 'a' then
+  redis.call('HSET', M, id, mkmeta('f', m.pre, m.att, m.tok, m))
+end
+return 1
+`)
+
+// cancelScript deletes the message ARGV[1] if it is pending, dead, or
+// claimed ahead and not confirmed. It returns 1 if it did, 0 if there was
+// none, 2 if the message is in flight and handed out.
 var cancelScript = redis.NewScript(prelude + `
 local id = ARGV[1]
 local m = meta(redis.call('HGET', M, id))
@@ -265,6 +289,8 @@ if not m then return 0 end
 if m.st == 'f' then return 2 end
 if m.st == 'p' then
   redis.call('ZREM', P, m.pre .. id)
+elseif m.st == 'a' then
+  redis.call('ZREM', F, id)
 else
   redis.call('ZREM', D, m.pre .. id)
 end
@@ -324,7 +350,7 @@ if limit > 0 then
     local ask = {}
     for i = 1, #ids do
       local m = meta(metas[i])
-      if m and m.st ~= 'f' then m = nil end
+      if m and m.st ~= 'f' and m.st ~= 'a' then m = nil end
       ms[i] = m
       if m and m.att < maxa then ask[#ask + 1] = m.att end
     end

@@ -281,6 +281,19 @@ func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
 	return false, nil
 }
 
+// Confirm implements durable.Store: one script call, which fails if an
+// Enqueue or Cancel of any process took the message back first.
+func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
+	r, err := s.run(ctx, confirmScript, shardOf(id, len(s.shards)), id, tokenString(token))
+	if err != nil {
+		return wrap("confirm", err)
+	}
+	if r != int64(1) {
+		return durable.ErrLeaseLost
+	}
+	return nil
+}
+
 // Ack implements durable.Store.
 func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
 	r, err := s.run(ctx, ackScript, shardOf(id, len(s.shards)), id, tokenString(token))

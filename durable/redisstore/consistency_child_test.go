@@ -23,7 +23,7 @@ import (
 // pauses 40ms after the reply to every replacing Enqueue, during which
 // its own receivers may claim the new version ahead.
 const (
-	mutSpacing       = 2 * time.Millisecond  // between due times
+	mutSpacing       = 2 * time.Millisecond   // between due times
 	mutLead          = 100 * time.Millisecond // enqueue this long before due
 	mutPause         = 40 * time.Millisecond  // after the reply of a replacing Enqueue
 	mutatorReceivers = 4

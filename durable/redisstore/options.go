@@ -90,7 +90,11 @@ func WithSafetyPoll(d time.Duration) Option {
 	return func(o *options) { o.safetyPoll = d }
 }
 
-// WithStartTimeout bounds the checks New makes on Redis (default 10s).
+// WithStartTimeout bounds the time New takes to check Redis (default
+// 10s): New returns ErrStartTimeout once d has passed without an answer,
+// even from a server that accepts connections and never replies. The
+// checks may go on in the background until the client's own timeouts end
+// them; they change nothing but the queue's recorded shard count.
 func WithStartTimeout(d time.Duration) Option {
 	return func(o *options) { o.startTimeout = d }
 }

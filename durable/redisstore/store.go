@@ -45,6 +45,10 @@ var (
 	// ErrShardCount is returned by New when the queue was created with
 	// another shard count (WithShards).
 	ErrShardCount = errors.New("redisstore: the queue has another shard count")
+	// ErrStartTimeout is returned by New when Redis does not answer its
+	// checks within the start timeout (WithStartTimeout). It wraps
+	// context.DeadlineExceeded.
+	ErrStartTimeout = fmt.Errorf("redisstore: start timeout: %w", context.DeadlineExceeded)
 	// ErrQueueName is returned by New for an empty queue name, or one
 	// with a brace, which would change the hash tag of its keys.
 	ErrQueueName = errors.New("redisstore: invalid queue name")
@@ -72,8 +76,9 @@ var (
 // New returns the store of the queue named queue on client, which may be a
 // single node, Sentinel or Cluster client; the store does not close it.
 // New checks that Redis does not evict keys (ErrUnsafeEviction) and that
-// the queue's shard count is the one given (ErrShardCount), within the
-// start timeout (WithStartTimeout).
+// the queue's shard count is the one given (ErrShardCount). It returns
+// within the start timeout (WithStartTimeout), with ErrStartTimeout if
+// Redis has not answered by then, whatever the client's own timeouts.
 func New(client redis.UniversalClient, queue string, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("redisstore: nil client")
@@ -93,18 +98,43 @@ func New(client redis.UniversalClient, queue string, opts ...Option) (*Store, er
 	s.shards = newShards(queue, o.shards)
 	s.wake.init(s)
 
-	ctx, cancel := context.WithTimeout(context.Background(), o.startTimeout)
-	defer cancel()
-	if err := client.Ping(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("redisstore: %w", err)
-	}
-	if err := s.checkEviction(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.checkLayout(ctx); err != nil {
+	if err := s.startChecks(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// startChecks makes New's checks within the start timeout. A client does
+// not always end a command at its context's deadline (go-redis applies it
+// to reads and writes, but not to every step of making a connection, and
+// retries), so the checks run in a goroutine that New stops waiting for
+// at the timeout; it ends when the client gives up.
+func (s *Store) startChecks() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.startTimeout)
+	done := make(chan error, 1)
+	go func() {
+		defer cancel()
+		done <- s.check(ctx)
+	}()
+	t := time.NewTimer(s.opts.startTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		cancel()
+		return fmt.Errorf("%w: Redis did not answer the checks of New within %v", ErrStartTimeout, s.opts.startTimeout)
+	}
+}
+
+func (s *Store) check(ctx context.Context) error {
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	if err := s.checkEviction(ctx); err != nil {
+		return err
+	}
+	return s.checkLayout(ctx)
 }
 
 // Queue returns the name of the store's queue.

@@ -29,9 +29,10 @@ type Queue struct {
 
 	mu     sync.Mutex
 	closed bool
-	// signal is closed, and replaced, when a message may have become due:
-	// waiting receivers then claim again.
-	signal chan struct{}
+	// waiters are the receivers waiting for a wake-up, and woken is set
+	// by a wake-up that none was waiting for (see wakeup.go).
+	waiters []chan struct{}
+	woken   bool
 	// due fires at the earliest due time the queue knows of, dueAt, and
 	// reap at the earliest lease deadline, reapAt (zero when not armed).
 	due, reap     *timingwheel.Timer
@@ -107,7 +108,7 @@ func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
 	}
 	q := &Queue{
 		store: s, ownsStore: ownsStore, cfg: cfg, clock: cfg.clock, wheel: cfg.wheel,
-		log: cfg.logger, signal: make(chan struct{}), ahead: make(map[string]*Delivery),
+		log: cfg.logger, ahead: make(map[string]*Delivery),
 	}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	q.done = q.ctx.Done()
@@ -209,8 +210,7 @@ const claimAhead = 50 * time.Millisecond // the default of config.claimAhead
 func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 	var lastErr error
 	for failures := 0; ; {
-		signal, err := q.enter()
-		if err != nil {
+		if err := q.enterClaim(); err != nil {
 			return nil, err
 		}
 		c, err := q.store.Claim(ctx, 1, q.cfg.visibility, q.cfg.claimAhead)
@@ -226,7 +226,7 @@ func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 				}
 				return d, err
 			}
-			if err := q.await(ctx, signal, nil); err != nil {
+			if err := q.await(ctx); err != nil {
 				return nil, err
 			}
 			continue
@@ -341,29 +341,6 @@ func (q *Queue) release(d *Delivery) {
 	if _, err := q.store.Retry(context.Background(), d.ID, d.token, after, math.MaxInt); err != nil &&
 		!errors.Is(err, ErrLeaseLost) {
 		q.log.Warn("durable: giving back a message claimed ahead failed; its lease will expire", "id", d.ID, "err", err)
-	}
-}
-
-// await waits for signal (or a timer's tick, whichever is not nil), the
-// end of ctx or Close.
-func (q *Queue) await(ctx context.Context, signal <-chan struct{}, tick <-chan time.Time) error {
-	q.mu.Lock()
-	q.waiting++
-	q.mu.Unlock()
-	defer func() {
-		q.mu.Lock()
-		q.waiting--
-		q.mu.Unlock()
-	}()
-	select {
-	case <-signal:
-		return nil
-	case <-tick:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-q.done:
-		return ErrClosed
 	}
 }
 
@@ -484,31 +461,24 @@ func (q *Queue) finish() error {
 
 // enter starts a store call of the queue's, unless the queue is closed:
 // Close waits for the calls under way, so that none writes after it. The
-// caller calls q.active.Done() when the store call returns. It returns the
-// current signal, for Receive.
-func (q *Queue) enter() (<-chan struct{}, error) {
+// caller calls q.active.Done() when the store call returns.
+func (q *Queue) enter() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	q.active.Add(1)
-	return q.signal, nil
+	return nil
 }
 
 // call runs f as a store call of the queue's (see enter).
 func (q *Queue) call(f func() error) error {
-	if _, err := q.enter(); err != nil {
+	if err := q.enter(); err != nil {
 		return err
 	}
 	defer q.active.Done()
 	return f()
-}
-
-// broadcastLocked wakes every waiting receiver.
-func (q *Queue) broadcastLocked() {
-	close(q.signal)
-	q.signal = make(chan struct{})
 }
 
 // wakeAt makes sure receivers try to claim at due, a time on the queue's
@@ -522,7 +492,7 @@ func (q *Queue) wakeAt(due time.Time) {
 	now := q.clock.Now()
 	wait := due.Sub(now) - q.cfg.claimAhead
 	if due.IsZero() || wait <= 0 {
-		q.broadcastLocked()
+		q.wakeOneLocked()
 		return
 	}
 	// now plus a duration: for the real clock, a monotonic reading, which
@@ -552,7 +522,7 @@ func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time) {
 	now := q.clock.Now()
 	if !nextDue.IsZero() {
 		if wait := nextDue.Sub(storeNow) - q.cfg.claimAhead; wait <= 0 {
-			q.broadcastLocked()
+			q.wakeOneLocked()
 		} else {
 			armLocked(q.due, &q.dueAt, now.Add(wait))
 		}
@@ -572,7 +542,7 @@ func (q *Queue) wake() {
 	defer q.mu.Unlock()
 	q.dueAt = time.Time{}
 	if !q.closed {
-		q.broadcastLocked()
+		q.wakeOneLocked()
 	}
 }
 
@@ -633,16 +603,18 @@ func (q *Queue) reapExpired(ctx context.Context) error {
 	}
 }
 
-// listen wakes receivers on the notifications of a shared store.
+// listen wakes a receiver on each notification of a shared store, and
+// gives the store's channel back on Close.
 func (q *Queue) listen(n Notifier) {
 	defer q.wg.Done()
-	wakeups := n.Wakeups()
+	wakeups, stop := n.Wakeups()
+	defer stop()
 	for {
 		select {
 		case <-wakeups:
 			q.mu.Lock()
 			if !q.closed {
-				q.broadcastLocked()
+				q.wakeOneLocked()
 			}
 			q.mu.Unlock()
 		case <-q.done:

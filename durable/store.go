@@ -119,8 +119,11 @@ type Store interface {
 // enqueued a new earliest message, for example. A queue that receives
 // from it asks the store again (with Claim). A notifier may also send now
 // and then when nothing happened, to make up for notifications lost.
+// Wakeups also returns a function that gives the channel back: the store
+// forgets it and sends on it no more. A Queue calls it on Close, so that
+// what it added to a shared store goes with it.
 type Notifier interface {
-	Wakeups() <-chan struct{}
+	Wakeups() (wakeups <-chan struct{}, stop func())
 }
 
 // Lease is a message claimed by Claim.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,21 +53,39 @@ func (n *notifier) init(s *Store) { n.s = s }
 // earlier than every other pending one, whenever the store subscribes
 // (again: after a failure of the pub/sub connection, or after Redis
 // Cluster moved the slot of a channel to another node), and from the
-// safety poll (WithSafetyPoll). After Close it receives nothing more.
-func (s *Store) Wakeups() <-chan struct{} {
+// safety poll (WithSafetyPoll). After stop, or Close, it receives nothing
+// more, and the store holds nothing for it. The pub/sub connections,
+// opened by the first call, stay until Close.
+func (s *Store) Wakeups() (<-chan struct{}, func()) {
 	n := &s.wake
 	ch := make(chan struct{}, 1)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.stopped {
-		return ch
+		return ch, func() {}
 	}
 	n.subs = append(n.subs, ch)
 	if !n.started {
 		n.started = true
 		n.start()
 	}
-	return ch
+	return ch, func() { n.unsubscribe(ch) }
+}
+
+// unsubscribe forgets the channel ch of Wakeups.
+func (n *notifier) unsubscribe(ch chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if i := slices.Index(n.subs, ch); i >= 0 {
+		n.subs = slices.Delete(n.subs, i, i+1)
+	}
+}
+
+// subscribers counts the channels of Wakeups, for the tests.
+func (n *notifier) subscribers() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.subs)
 }
 
 // start starts the goroutines; n.mu is held.

@@ -177,7 +177,7 @@ func (s *Store) reapShard(ctx context.Context, sh, limit int, p durable.RetryPol
 // reapCall calls the reap script once, and returns its result and the
 // attempts it asks back-offs for.
 func (s *Store) reapCall(ctx context.Context, sh, limit, maxAttempts int, mode string, delays []any) (result, []int, error) {
-	args := append([]any{limit, maxAttempts, mode}, delays...)
+	args := append([]any{limit, maxAttempts, mode, s.deadMax(), micros(s.opts.deadAge)}, delays...)
 	r, err := s.run(ctx, reapScript, sh, args...)
 	if err != nil {
 		return result{}, nil, err

@@ -22,6 +22,8 @@ type options struct {
 	allowEviction bool
 	safetyPoll    time.Duration
 	startTimeout  time.Duration
+	deadCount     int
+	deadAge       time.Duration
 }
 
 func defaultOptions() options {
@@ -30,6 +32,8 @@ func defaultOptions() options {
 		logger:       slog.New(slog.DiscardHandler),
 		safetyPoll:   DefaultSafetyPoll,
 		startTimeout: 10 * time.Second,
+		deadCount:    DefaultDeadLetterCount,
+		deadAge:      DefaultDeadLetterAge,
 	}
 }
 
@@ -39,6 +43,8 @@ func (o *options) check() error {
 		return fmt.Errorf("redisstore: WithShards(%d): the count must be 1 to %d", o.shards, MaxShards)
 	case o.safetyPoll < 0:
 		return fmt.Errorf("redisstore: WithSafetyPoll(%v): negative interval", o.safetyPoll)
+	case o.deadCount < 0 || o.deadAge < 0:
+		return fmt.Errorf("redisstore: WithDeadLetterRetention(%d, %v): negative limit", o.deadCount, o.deadAge)
 	case o.startTimeout <= 0:
 		return fmt.Errorf("redisstore: WithStartTimeout(%v): the timeout must be positive", o.startTimeout)
 	}
@@ -97,4 +103,24 @@ func WithSafetyPoll(d time.Duration) Option {
 // them; they change nothing but the queue's recorded shard count.
 func WithStartTimeout(d time.Duration) Option {
 	return func(o *options) { o.startTimeout = d }
+}
+
+// Default dead-letter retention (see WithDeadLetterRetention).
+const (
+	DefaultDeadLetterCount = 10_000
+	DefaultDeadLetterAge   = 7 * 24 * time.Hour
+)
+
+// WithDeadLetterRetention bounds the dead letters of the queue: when a
+// message dies, and whenever a queue reaps, the oldest dead letters beyond
+// maxCount, and those dead for longer than maxAge, are deleted for good
+// (up to 100 at a time, which keeps up with any rate of deaths). Zero
+// means no limit of that kind. The defaults are DefaultDeadLetterCount
+// and DefaultDeadLetterAge: dead letters that nobody requeues would
+// otherwise grow until Redis, which must run with noeviction, refuses
+// every write of every queue. With shards, each shard keeps up to
+// maxCount/n (rounded up). Every store of a queue should use the same
+// retention; each applies its own when it trims.
+func WithDeadLetterRetention(maxCount int, maxAge time.Duration) Option {
+	return func(o *options) { o.deadCount, o.deadAge = maxCount, maxAge }
 }

@@ -94,6 +94,32 @@ local function head(key)
   return -1
 end
 
+-- trim_dead deletes the oldest dead messages beyond maxn (0: no limit)
+-- and those that died before now - maxage microseconds (0: no limit), at
+-- most 100 a call, so that a call stays short; every death and every reap
+-- calls it, which keeps up. It returns how many it deleted.
+local function trim_dead(now, maxn, maxage)
+  local gone = {}
+  if maxn > 0 then
+    local over = redis.call('ZCARD', D) - maxn
+    if over > 0 then
+      gone = redis.call('ZRANGE', D, 0, math.min(over, 100) - 1)
+    end
+  end
+  if maxage > 0 and #gone < 100 then
+    -- The first #gone members are those above: skip them.
+    local old = redis.call('ZRANGEBYSCORE', D, '-inf', '(' .. num(now - maxage), 'LIMIT', #gone, 100 - #gone)
+    for i = 1, #old do gone[#gone + 1] = old[i] end
+  end
+  if #gone == 0 then return 0 end
+  local ids = {}
+  for i = 1, #gone do ids[i] = string.sub(gone[i], 21) end
+  redis.call('ZREM', D, unpack(gone))
+  redis.call('HDEL', M, unpack(ids))
+  redis.call('HDEL', B, unpack(ids))
+  return #gone
+end
+
 -- notify publishes on the wake channel when the earliest pending message is
 -- now earlier than before: other processes may have armed a later timer.
 local function notify(before, after)
@@ -234,7 +260,9 @@ return 1
 `)
 
 // retryScript ends the lease ARGV[2] of the in-flight message ARGV[1]: it
-// dies if its attempt is ARGV[4] or more, and is otherwise pending again
+// dies if its attempt is ARGV[4] or more (and the dead letters are trimmed
+// to ARGV[5] messages and ARGV[6] microseconds of age, see trim_dead),
+// and is otherwise pending again
 // ARGV[3] microseconds from now. It returns 1 if the message died, 0 if it
 // is pending, -1 if the lease is lost.
 var retryScript = redis.NewScript(prelude + `
@@ -247,6 +275,7 @@ local pre = prefix('1000', redis.call('INCR', S))
 if m.att >= tonumber(ARGV[4]) then
   redis.call('ZADD', D, num(now), pre .. id)
   redis.call('HSET', M, id, mkmeta('d', pre, m.att, 0, m))
+  trim_dead(now, tonumber(ARGV[5]), tonumber(ARGV[6]))
   return 1
 end
 local before = head(P)
@@ -319,14 +348,15 @@ return 1
 
 // reapScript ends up to ARGV[1] leases whose deadline has passed, earliest
 // first: a message whose attempt is ARGV[2] or more dies, the others are
-// pending again after a back-off. ARGV[3] says where the back-offs come
-// from:
+// pending again after a back-off; then it trims the dead letters to
+// ARGV[4] messages and ARGV[5] microseconds of age (see trim_dead).
+// ARGV[3] says where the back-offs come from:
 //
 //   - "zero": there is none, the messages are due at once;
 //   - "ask": the script reaps nothing if a lease it would end needs a
 //     back-off, and returns the attempt of each such lease, in order,
 //     for the caller to compute their back-offs and call again with them;
-//   - "given": ARGV[4], ARGV[5], ... are pairs of an attempt and a
+//   - "given": ARGV[6], ARGV[7], ... are pairs of an attempt and a
 //     back-off in microseconds, each used once, by the leases of that
 //     attempt in order; the script stops at the first lease whose
 //     attempt has no back-off left (leases that expired since the "ask"
@@ -359,7 +389,7 @@ if limit > 0 then
     end
     local backoffs, used = {}, {}
     if mode == 'given' then
-      for j = 4, #ARGV - 1, 2 do
+      for j = 6, #ARGV - 1, 2 do
         local q = backoffs[ARGV[j]]
         if not q then
           q = {}
@@ -424,6 +454,7 @@ if limit > 0 then
   end
 end
 notify(before, head(P))
+trim_dead(now, tonumber(ARGV[4]), tonumber(ARGV[5]))
 return {now, returned, died, head(P), head(F), {}}
 `)
 

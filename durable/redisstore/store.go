@@ -340,7 +340,7 @@ func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
 // microsecond.
 func (s *Store) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int) (bool, error) {
 	r, err := s.run(ctx, retryScript, shardOf(id, len(s.shards)),
-		id, tokenString(token), micros(after), maxAttempts)
+		id, tokenString(token), micros(after), maxAttempts, s.deadMax(), micros(s.opts.deadAge))
 	if err != nil {
 		return false, wrap("retry", err)
 	}
@@ -488,6 +488,12 @@ func (s *Store) DeadLetters(ctx context.Context, limit int) ([]durable.Message, 
 		lists[best] = lists[best][1:]
 	}
 	return out, nil
+}
+
+// deadMax is the most dead letters a shard keeps (0: no limit).
+func (s *Store) deadMax() int {
+	n := len(s.shards)
+	return (s.opts.deadCount + n - 1) / n
 }
 
 // wrap adds the operation to an error from Redis; the durable package's

@@ -34,6 +34,9 @@ type BoltStore struct {
 	writerDone chan struct{}
 	commits    atomic.Int64 // transactions committed, for tests
 	ahead      aheadLeases  // leases claimed ahead, not confirmed yet
+	// Dead-letter retention (WithDeadLetterRetention).
+	deadCount int
+	deadAge   time.Duration
 
 	closeMu sync.RWMutex
 	closed  bool
@@ -57,6 +60,9 @@ func OpenBoltStore(path string, opts ...Option) (*BoltStore, error) {
 func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
 	if cfg.lockTimeout <= 0 {
 		cfg.lockTimeout = 2 * time.Second
+	}
+	if cfg.deadCount < 0 || cfg.deadAge < 0 {
+		return nil, fmt.Errorf("durable: WithDeadLetterRetention(%d, %v): negative limit", cfg.deadCount, cfg.deadAge)
 	}
 	_, statErr := os.Stat(path)
 	created := errors.Is(statErr, fs.ErrNotExist)
@@ -89,6 +95,8 @@ func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
 		clock:      cfg.clock,
 		ops:        make(chan *writeOp, maxBatch),
 		writerDone: make(chan struct{}),
+		deadCount:  cfg.deadCount,
+		deadAge:    cfg.deadAge,
 	}
 	if s.clock == nil {
 		s.clock = clock.New()
@@ -437,7 +445,11 @@ func (s *BoltStore) Retry(ctx context.Context, id string, token uint64, after ti
 			return false, err
 		}
 		s.ahead.forget(id)
-		dead, err = t.fail(id, r, s.now(), after, maxAttempts)
+		now := s.now()
+		dead, err = t.fail(id, r, now, after, maxAttempts)
+		if err == nil && dead {
+			_, err = t.trimDead(now, s.deadCount, s.deadAge)
+		}
 		return true, err
 	})
 	return dead, err
@@ -501,9 +513,13 @@ func (s *BoltStore) Reap(ctx context.Context, limit int, p RetryPolicy) (rp Reap
 				rp.Returned++
 			}
 		}
+		trimmed, err := t.trimDead(now, s.deadCount, s.deadAge)
+		if err != nil {
+			return false, err
+		}
 		rp.Now = fromUnixNano(now)
 		rp.NextDue, rp.NextDeadline = t.nextTimes()
-		return len(ids) > 0, nil
+		return len(ids) > 0 || trimmed, nil
 	})
 	return rp, err
 }

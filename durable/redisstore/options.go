@@ -17,13 +17,15 @@ const DefaultSafetyPoll = 5 * time.Second
 type Option func(*options)
 
 type options struct {
-	shards        int
-	logger        *slog.Logger
-	allowEviction bool
-	safetyPoll    time.Duration
-	startTimeout  time.Duration
-	deadCount     int
-	deadAge       time.Duration
+	shards         int
+	logger         *slog.Logger
+	allowEviction  bool
+	safetyPoll     time.Duration
+	startTimeout   time.Duration
+	deadCount      int
+	deadAge        time.Duration
+	replicas       int
+	replicaTimeout time.Duration
 }
 
 func defaultOptions() options {
@@ -43,6 +45,8 @@ func (o *options) check() error {
 		return fmt.Errorf("redisstore: WithShards(%d): the count must be 1 to %d", o.shards, MaxShards)
 	case o.safetyPoll < 0:
 		return fmt.Errorf("redisstore: WithSafetyPoll(%v): negative interval", o.safetyPoll)
+	case o.replicas < 0 || o.replicaTimeout < 0:
+		return fmt.Errorf("redisstore: WithReplicas(%d, %v): negative count or timeout", o.replicas, o.replicaTimeout)
 	case o.deadCount < 0 || o.deadAge < 0:
 		return fmt.Errorf("redisstore: WithDeadLetterRetention(%d, %v): negative limit", o.deadCount, o.deadAge)
 	case o.startTimeout <= 0:

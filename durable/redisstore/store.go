@@ -155,7 +155,15 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, sh int, args ...any) 
 	if s.closed.Load() {
 		return nil, durable.ErrClosed
 	}
-	return sc.Run(ctx, s.client, s.shards[sh].keys, args...).Result()
+	if s.opts.replicas == 0 || readOnly(sc) {
+		return sc.Run(ctx, s.client, s.shards[sh].keys, args...).Result()
+	}
+	var r any
+	err := s.onReplicas(ctx, sh, func(c redis.Cmdable) (err error) {
+		r, err = sc.Run(ctx, c, s.shards[sh].keys, args...).Result()
+		return err
+	})
+	return r, err
 }
 
 // Enqueue implements durable.Store. It validates every message before
@@ -267,18 +275,24 @@ func (s *Store) enqueueTx(ctx context.Context, calls [][]*enqueueCall, only int)
 	if s.closed.Load() {
 		return durable.ErrClosed
 	}
-	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for sh, cs := range calls {
-			if only >= 0 && sh != only {
-				continue
+	tx := func(c redis.Cmdable) error {
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for sh, cs := range calls {
+				if only >= 0 && sh != only {
+					continue
+				}
+				for _, c := range cs {
+					enqueueScript.Eval(ctx, p, s.shards[sh].keys, c.args...)
+				}
 			}
-			for _, c := range cs {
-				enqueueScript.Eval(ctx, p, s.shards[sh].keys, c.args...)
-			}
-		}
-		return nil
-	})
-	return err
+			return nil
+		})
+		return err
+	}
+	if s.opts.replicas == 0 {
+		return tx(s.client)
+	}
+	return s.onReplicas(ctx, max(only, 0), tx)
 }
 
 // parallel calls fn for every shard, at once if there are several, and

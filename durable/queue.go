@@ -208,7 +208,12 @@ const claimAhead = 50 * time.Millisecond // the default of config.claimAhead
 // until then (see claimAhead). Once it holds one it returns it at its due
 // time even if ctx ends meanwhile, so that no lease is left unused: it
 // may thus return up to 50ms after ctx ends. If the queue is closed
-// meanwhile, the message goes back to the store, due as before.
+// meanwhile, the message goes back to the store, due as before. At the
+// due time it confirms the lease with the store (Store.Confirm): if an
+// Enqueue or Cancel of the message, in any process, came first, it does
+// not return the message and claims another. If the confirmation fails
+// otherwise (the store is down), it does not return the message either,
+// which comes back when its lease expires.
 func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 	var lastErr error
 	for failures := 0; ; {

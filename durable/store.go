@@ -98,7 +98,10 @@ type Store interface {
 	Reap(ctx context.Context, limit int, p RetryPolicy) (Reaped, error)
 
 	// DeadLetters returns up to limit dead messages, in the order they
-	// died. Their Due is the time they died.
+	// died. Their Due is the time they died. A store may delete the
+	// oldest dead letters under a retention policy (both stores of this
+	// module do, see WithDeadLetterRetention), so that they do not grow
+	// without bound.
 	DeadLetters(ctx context.Context, limit int) ([]Message, error)
 
 	// Requeue makes the dead message id pending again, due at due (the

@@ -62,8 +62,6 @@ func runChild() bool {
 		err = runConsumer()
 	case "mutator":
 		err = runMutator()
-	case "receiver":
-		err = runReceiver()
 	default:
 		err = fmt.Errorf("unknown child role %q", role)
 	}

@@ -131,22 +131,3 @@ func mutate(q *durable.Queue, i int, due time.Time, write func(string, ...any)) 
 	}
 	return nil
 }
-
-// runReceiver is a receiving process of the upsert-and-cancel test.
-func runReceiver() error {
-	_, _, f, err := childParams()
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	c, s, q, err := childQueueOpen()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	defer s.Close()
-	defer q.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	return receiveAndLog(ctx, q, f, childReceivers)
-}

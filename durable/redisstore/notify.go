@@ -115,7 +115,7 @@ func (n *notifier) start() {
 func (n *notifier) stop() {
 	n.mu.Lock()
 	n.stopped = true
-	cancel, pubsubs := n.cancel, n.pubsubs
+	cancel, pubsubs := n.cancel, slices.Clone(n.pubsubs)
 	n.subs = nil
 	n.mu.Unlock()
 	if cancel == nil {

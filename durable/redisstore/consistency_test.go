@@ -80,6 +80,7 @@ func TestUpsertAndCancelAcrossProcesses(t *testing.T) {
 type mutLog struct {
 	deliveries []delivery
 	acks       int
+	lost       int // acks that returned ErrLeaseLost
 	cancel     string    // found, none or inflight
 	cancelled  time.Time // when Cancel returned
 	replaced   time.Time // when the replacing Enqueue's reply came
@@ -112,6 +113,8 @@ func readMutLogs(t *testing.T, logs []string) map[string]*mutLog {
 					due: ns(f[3]), recv: ns(f[4]), deadline: ns(f[5]), payload: f[6]})
 			case f[0] == "A":
 				get(f[1]).acks++
+			case f[0] == "L":
+				get(f[1]).lost++
 			case f[0] == "C" && len(f) == 4:
 				m := get(f[1])
 				m.cancel, m.cancelled = f[2], ns(f[3])
@@ -152,6 +155,7 @@ func checkMutations(t *testing.T, n int, start time.Time, logs []string) {
 				assert.Len(t, m.deliveries, 1, id)
 				assert.Equal(t, 1, m.acks, id)
 			}
+			assert.Zero(t, m.lost, id)
 		case 1:
 			require.False(t, m.replaced.IsZero(), "%s: not replaced", id)
 			var v1, v2 int
@@ -169,9 +173,14 @@ func checkMutations(t *testing.T, n int, start time.Time, logs []string) {
 			}
 			oldHandedOut += v1
 			assert.LessOrEqual(t, v1, 1, id)
+			// An old version handed out just before the replacement
+			// may have its Ack refused: the replacement took its lease.
+			assert.LessOrEqual(t, m.lost, v1, id)
+			assert.Equal(t, len(m.deliveries), m.acks+m.lost, id)
 		default:
 			assert.Len(t, m.deliveries, 1, id)
 			assert.Equal(t, 1, m.acks, id)
+			assert.Zero(t, m.lost, id)
 		}
 	}
 	t.Logf("%d cancels and %d replacements returned before the due time; %d old versions handed out before a late replacement",

@@ -80,7 +80,7 @@ func TestUpsertAndCancelAcrossProcesses(t *testing.T) {
 type mutLog struct {
 	deliveries []delivery
 	acks       int
-	lost       int // acks that returned ErrLeaseLost
+	lost       int       // acks that returned ErrLeaseLost
 	cancel     string    // found, none or inflight
 	cancelled  time.Time // when Cancel returned
 	replaced   time.Time // when the replacing Enqueue's reply came

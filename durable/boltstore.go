@@ -321,6 +321,23 @@ func due(b *bolt.Bucket, now int64, limit int) (keys, ids [][]byte) {
 	return keys, ids
 }
 
+// maxDueSoon caps Claimed.DueSoon: a queue wakes no more receivers.
+const maxDueSoon = 256
+
+// countUpTo counts the keys of b whose instant is at or before at, up to
+// limit.
+func countUpTo(b *bolt.Bucket, at int64, limit int) int {
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil && n < limit; k, _ = c.Next() {
+		if len(k) != len(indexKey{}) || indexKey(k).at() > at {
+			break
+		}
+		n++
+	}
+	return n
+}
+
 // Enqueue implements Store.
 func (s *BoltStore) Enqueue(ctx context.Context, msgs []Message) error {
 	for i := range msgs {
@@ -416,6 +433,7 @@ func (s *BoltStore) Claim(ctx context.Context, limit int, lease, ahead time.Dura
 			})
 		}
 		c.NextDue, c.NextDeadline = t.nextTimes()
+		c.DueSoon = countUpTo(t.pending, addDuration(now, max(ahead, 0)), maxDueSoon)
 		return len(ids) > 0, nil
 	})
 	// Now is read once the claim is on disk, so that a queue holding a

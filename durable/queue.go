@@ -33,6 +33,8 @@ type Queue struct {
 	// by a wake-up that none was waiting for (see wakeup.go).
 	waiters []chan struct{}
 	woken   bool
+	// claiming counts the receivers whose claim is under way.
+	claiming int
 	// due fires at the earliest due time the queue knows of, dueAt, and
 	// reap at the earliest lease deadline, reapAt (zero when not armed).
 	due, reap     *timingwheel.Timer
@@ -221,11 +223,11 @@ func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 			return nil, err
 		}
 		c, err := q.store.Claim(ctx, 1, q.cfg.visibility, q.cfg.claimAhead)
-		q.active.Done()
+		q.claimDone()
 		if err == nil {
 			// Even if ctx ended meanwhile: a lease taken is handed out.
 			failures, lastErr = 0, nil
-			q.schedule(c.Now, c.NextDue, c.NextDeadline)
+			q.schedule(c.Now, c.NextDue, c.NextDeadline, c.DueSoon)
 			if len(c.Leases) > 0 {
 				d, err := q.handOut(q.delivery(c.Now, c.Leases[0]))
 				if errors.Is(err, errRevoked) {
@@ -520,7 +522,9 @@ func armLocked(t *timingwheel.Timer, armedAt *time.Time, at time.Time) {
 
 // schedule arms the timers from what a store reported, translating its
 // instants (on its clock, whose now was storeNow) to the queue's clock.
-func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time) {
+// If messages are due already (dueSoon of them, as a claim counts), it
+// wakes as many receivers, less those claiming already.
+func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time, dueSoon int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -529,7 +533,9 @@ func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time) {
 	now := q.clock.Now()
 	if !nextDue.IsZero() {
 		if wait := nextDue.Sub(storeNow) - q.cfg.claimAhead; wait <= 0 {
-			q.wakeOneLocked()
+			for range max(dueSoon, 1) - q.claiming {
+				q.wakeOneLocked()
+			}
 		} else {
 			armLocked(q.due, &q.dueAt, now.Add(wait))
 		}
@@ -603,7 +609,7 @@ func (q *Queue) reapExpired(ctx context.Context) error {
 		if r.Dead > 0 {
 			q.log.Info("durable: messages died after their last lease expired", "count", r.Dead)
 		}
-		q.schedule(r.Now, r.NextDue, r.NextDeadline)
+		q.schedule(r.Now, r.NextDue, r.NextDeadline, 0)
 		if r.Returned+r.Dead < reapBatch {
 			return nil
 		}

@@ -155,6 +155,12 @@ type Claimed struct {
 	// NextDeadline the earliest deadline of a lease in flight (including
 	// the ones just made), each the zero time if there is none.
 	NextDue, NextDeadline time.Time
+	// DueSoon counts the messages still pending that are due by the
+	// claim's horizon (its now plus ahead), or at least up to a cap of the
+	// store's choosing: how many more receivers a queue wakes to claim
+	// them. Zero means none, or that the store does not count: a queue
+	// then wakes one receiver if NextDue is within the horizon.
+	DueSoon int
 }
 
 // Reaped is what Reap returns.

@@ -10,8 +10,11 @@ import (
 // (or Retry, Requeue) of this process, a notification of a shared store,
 // or a claim that found more due messages than it took. Each wake-up
 // wakes one receiver, which claims; if its claim reports more due, it
-// wakes the next (see schedule). So a burst of k messages costs about k
-// claims, whatever the number of receivers waiting. A wake-up that comes
+// wakes as many more as its claim counts due messages left (Claimed.
+// DueSoon), less the receivers claiming already (see schedule). So a
+// burst of k messages costs about k claims, whatever the number of
+// receivers waiting, and they claim together, which lets the embedded
+// store commit their claims with one fsync. A wake-up that comes
 // while no receiver waits is kept (q.woken) for the next to claim, so
 // none is lost between a claim that found nothing and the wait after it.
 
@@ -24,8 +27,17 @@ func (q *Queue) enterClaim() error {
 		return ErrClosed
 	}
 	q.woken = false
+	q.claiming++
 	q.active.Add(1)
 	return nil
+}
+
+// claimDone ends a Receive's claim.
+func (q *Queue) claimDone() {
+	q.mu.Lock()
+	q.claiming--
+	q.mu.Unlock()
+	q.active.Done()
 }
 
 // wakeOneLocked wakes the receiver that has waited longest, or keeps the

@@ -189,7 +189,8 @@ return n
 // before the message whose payload would take the payloads leased over
 // ARGV[3] bytes (the first is always leased). It returns {now, now+lease,
 // next due, next deadline, {ID, payload, attempt, token, due score,
-// nanoseconds, ...}}; a missing next due or deadline is -1.
+// nanoseconds, ...}, pending messages left due by the horizon}; a missing
+// next due or deadline is -1.
 var claimScript = redis.NewScript(prelude + `
 local now = now_us()
 local limit = tonumber(ARGV[1])
@@ -244,7 +245,7 @@ if limit > 0 then
     end
   end
 end
-return {now, deadline, head(P), head(F), out}
+return {now, deadline, head(P), head(F), out, redis.call('ZCOUNT', P, '-inf', num(horizon))}
 `)
 
 // ackScript deletes the in-flight message ARGV[1] if ARGV[2] is its token.

@@ -86,6 +86,29 @@ func ClaimAhead(t *testing.T, s durable.Store, now func() time.Time) {
 		require.ErrorIs(t, s.Confirm(ctx, "now", c.Leases[0].Token), durable.ErrLeaseLost)
 	})
 
+	t.Run("DueSoonCountsWhatIsLeft", func(t *testing.T) {
+		n := now()
+		require.NoError(t, s.Enqueue(ctx, []durable.Message{
+			{ID: "soon1"}, {ID: "soon2", Due: n.Add(aheadOf)}, {ID: "soon3", Due: n.Add(aheadOf)},
+			{ID: "later", Due: n.Add(time.Hour)},
+		}))
+		c, err := s.Claim(ctx, 1, time.Minute, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, c.Leases, 1)
+		assert.Equal(t, 2, c.DueSoon, "two more due within the minute; the one due in an hour is not counted")
+		c2, err := s.Claim(ctx, 2, time.Minute, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, c2.Leases, 2)
+		assert.Zero(t, c2.DueSoon)
+		for _, l := range append(c.Leases, c2.Leases...) {
+			require.NoError(t, s.Ack(ctx, l.ID, l.Token))
+		}
+		found, err := s.Cancel(ctx, "later")
+		require.NoError(t, err)
+		require.True(t, found)
+		requireEmpty(t, s)
+	})
+
 	t.Run("ReleaseThenConfirmFails", func(t *testing.T) {
 		l := claimOneAhead(t, s, now(), "release", "v1")
 		dead, err := s.Retry(ctx, "release", l.Token, 0, 100)

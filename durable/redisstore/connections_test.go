@@ -44,13 +44,19 @@ func TestOnePubSubConnectionWhateverTheShards(t *testing.T) {
 	require.True(t, woke(w, 5*time.Second))
 	assert.Equal(t, 1, pubsubClients(t, c))
 	assert.Equal(t, int64(1), a.wake.connections.Load())
-	now := redisNow(t, c)
-	for i, id := range seqIDs("m", 8) {
+	requireWakesOnEachEarliest(t, w, b, redisNow(t, c), 8)
+}
+
+// requireWakesOnEachEarliest enqueues n messages with b, each earlier
+// than the last, and requires that each wakes w, whatever its shard.
+func requireWakesOnEachEarliest(t *testing.T, w <-chan struct{}, b *Store, now time.Time, n int) {
+	t.Helper()
+	for i, id := range seqIDs("m", n) {
 		for len(w) > 0 {
 			<-w
 		}
 		require.NoError(t, b.Enqueue(ctx, []durable.Message{msg(id, now.Add(time.Hour-time.Duration(i)*time.Minute))}))
-		assert.True(t, woke(w, 5*time.Second), "message %d, shard %d", i, shardOf(id, 64))
+		assert.True(t, woke(w, 5*time.Second), "message %d, shard %d", i, shardOf(id, len(b.shards)))
 	}
 }
 
@@ -77,12 +83,5 @@ func TestClusterPubSubConnectionPerMaster(t *testing.T) {
 		total += n
 	}
 	assert.Equal(t, 3, total)
-	now := redisNow(t, clusterClient(t, addrs))
-	for i, id := range seqIDs("m", 12) {
-		for len(w) > 0 {
-			<-w
-		}
-		require.NoError(t, b.Enqueue(ctx, []durable.Message{msg(id, now.Add(time.Hour-time.Duration(i)*time.Minute))}))
-		assert.True(t, woke(w, 5*time.Second), "message %d, shard %d", i, shardOf(id, 64))
-	}
+	requireWakesOnEachEarliest(t, w, b, redisNow(t, clusterClient(t, addrs)), 12)
 }

@@ -11,21 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/storetest"
 )
-
-// kill enqueues ids and makes each die by a failed first attempt.
-func kill(t *testing.T, s *Store, ids ...string) {
-	t.Helper()
-	for _, id := range ids {
-		require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: id, Payload: []byte("p")}}))
-		c, err := s.Claim(ctx, 1, time.Minute, 0)
-		require.NoError(t, err)
-		require.Len(t, c.Leases, 1)
-		dead, err := s.Retry(ctx, id, c.Leases[0].Token, 0, 1)
-		require.NoError(t, err)
-		require.True(t, dead)
-	}
-}
 
 func deadIDs(t *testing.T, s *Store) []string {
 	t.Helper()
@@ -48,7 +35,7 @@ func hashLen(t *testing.T, c redis.UniversalClient, s *Store, key int) int64 {
 
 func TestDeadLetterRetentionByCount(t *testing.T) {
 	s, c, _ := newTestStore(t, WithDeadLetterRetention(3, 0))
-	kill(t, s, "d1", "d2", "d3", "d4", "d5")
+	storetest.Kill(t, s, "d1", "d2", "d3", "d4", "d5")
 	assert.Equal(t, []string{"d3", "d4", "d5"}, deadIDs(t, s), "the oldest go first")
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
@@ -59,7 +46,7 @@ func TestDeadLetterRetentionByCount(t *testing.T) {
 
 func TestDeadLetterRetentionByAge(t *testing.T) {
 	s, c, _ := newTestStore(t, WithDeadLetterRetention(0, 200*time.Millisecond))
-	kill(t, s, "old1", "old2")
+	storetest.Kill(t, s, "old1", "old2")
 	past := redisNow(t, c).Add(250 * time.Millisecond)
 	for redisNow(t, c).Before(past) {
 		time.Sleep(10 * time.Millisecond)
@@ -67,7 +54,7 @@ func TestDeadLetterRetentionByAge(t *testing.T) {
 	_, err := s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 1})
 	require.NoError(t, err)
 	assert.Empty(t, deadIDs(t, s), "a reap trims the dead letters past the age")
-	kill(t, s, "new")
+	storetest.Kill(t, s, "new")
 	assert.Equal(t, []string{"new"}, deadIDs(t, s))
 	assert.Equal(t, int64(1), hashLen(t, c, s, keyMeta))
 }

@@ -165,3 +165,19 @@ func requireEmpty(t *testing.T, s durable.Store) {
 	require.NoError(t, err)
 	require.Equal(t, 0, st.Pending+st.InFlight+st.Dead, "%+v", st)
 }
+
+// Kill enqueues each of ids, due now, and makes it die by failing its only
+// attempt.
+func Kill(t *testing.T, s durable.Store, ids ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, id := range ids {
+		require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: id, Payload: []byte("p")}}))
+		c, err := s.Claim(ctx, 1, time.Minute, 0)
+		require.NoError(t, err)
+		require.Len(t, c.Leases, 1)
+		dead, err := s.Retry(ctx, id, c.Leases[0].Token, 0, 1)
+		require.NoError(t, err)
+		require.True(t, dead)
+	}
+}

@@ -416,6 +416,10 @@ func TestReopenKeepsMessagesAndLeases(t *testing.T) {
 	defer q.Close()
 	assert.Equal(t, Stats{Pending: 4, InFlight: 1, NextDue: mock.Now().Add(time.Second)}, stats(t, q))
 	mock.Add(11 * time.Second) // lease of "0" expired 1s ago, back-off 1s
+	// The reaper runs on a goroutine of its own, at 10s or 11s on the
+	// mock clock: once it has, the back-off is over a second later.
+	require.Eventually(t, func() bool { return stats(t, q).InFlight == 0 }, 5*time.Second, time.Millisecond)
+	mock.Add(time.Second)
 	got := map[string]int{}
 	for range 5 {
 		d := receive(t, q)

@@ -33,6 +33,10 @@ type BoltStore struct {
 	ops        chan *writeOp
 	writerDone chan struct{}
 	commits    atomic.Int64 // transactions committed, for tests
+	ahead      aheadLeases  // leases claimed ahead, not confirmed yet
+	// Dead-letter retention (WithDeadLetterRetention).
+	deadCount int
+	deadAge   time.Duration
 
 	closeMu sync.RWMutex
 	closed  bool
@@ -56,6 +60,9 @@ func OpenBoltStore(path string, opts ...Option) (*BoltStore, error) {
 func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
 	if cfg.lockTimeout <= 0 {
 		cfg.lockTimeout = 2 * time.Second
+	}
+	if cfg.deadCount < 0 || cfg.deadAge < 0 {
+		return nil, fmt.Errorf("durable: WithDeadLetterRetention(%d, %v): negative limit", cfg.deadCount, cfg.deadAge)
 	}
 	_, statErr := os.Stat(path)
 	created := errors.Is(statErr, fs.ErrNotExist)
@@ -88,6 +95,8 @@ func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
 		clock:      cfg.clock,
 		ops:        make(chan *writeOp, maxBatch),
 		writerDone: make(chan struct{}),
+		deadCount:  cfg.deadCount,
+		deadAge:    cfg.deadAge,
 	}
 	if s.clock == nil {
 		s.clock = clock.New()
@@ -312,6 +321,23 @@ func due(b *bolt.Bucket, now int64, limit int) (keys, ids [][]byte) {
 	return keys, ids
 }
 
+// maxDueSoon caps Claimed.DueSoon: a queue wakes no more receivers.
+const maxDueSoon = 256
+
+// countUpTo counts the keys of b whose instant is at or before at, up to
+// limit.
+func countUpTo(b *bolt.Bucket, at int64, limit int) int {
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil && n < limit; k, _ = c.Next() {
+		if len(k) != len(indexKey{}) || indexKey(k).at() > at {
+			break
+		}
+		n++
+	}
+	return n
+}
+
 // Enqueue implements Store.
 func (s *BoltStore) Enqueue(ctx context.Context, msgs []Message) error {
 	for i := range msgs {
@@ -332,6 +358,9 @@ func (s *BoltStore) Enqueue(ctx context.Context, msgs []Message) error {
 			}
 			if old != nil {
 				r.token = old.token
+				if old.state == stateInflight {
+					s.ahead.take(m.ID, old.token)
+				}
 				if err := t.remove(old); err != nil {
 					return false, err
 				}
@@ -354,7 +383,7 @@ func (s *BoltStore) Cancel(ctx context.Context, id string) (found bool, err erro
 			return false, err
 		case r == nil:
 			return false, nil
-		case r.state == stateInflight:
+		case r.state == stateInflight && !s.ahead.take(id, r.token):
 			return false, ErrInFlight
 		}
 		found = true
@@ -390,15 +419,21 @@ func (s *BoltStore) Claim(ctx context.Context, limit int, lease, ahead time.Dura
 			if err := t.place(string(id), r, stateInflight, deadline); err != nil {
 				return false, err
 			}
+			early := r.due > now
+			if early {
+				s.ahead.add(string(id), token)
+			}
 			c.Leases = append(c.Leases, Lease{
 				Message:  Message{ID: string(id), Payload: r.payload, Due: fromUnixNano(r.due)},
 				Attempt:  int(r.attempt),
 				Token:    token,
 				Deadline: fromUnixNano(deadline),
 				Ready:    fromUnixNano(max(now, r.due)),
+				Ahead:    early,
 			})
 		}
 		c.NextDue, c.NextDeadline = t.nextTimes()
+		c.DueSoon = countUpTo(t.pending, addDuration(now, max(ahead, 0)), maxDueSoon)
 		return len(ids) > 0, nil
 	})
 	// Now is read once the claim is on disk, so that a queue holding a
@@ -414,6 +449,7 @@ func (s *BoltStore) Ack(ctx context.Context, id string, token uint64) error {
 		if err != nil {
 			return false, err
 		}
+		s.ahead.forget(id)
 		return true, t.delete(id, r)
 	})
 }
@@ -426,7 +462,12 @@ func (s *BoltStore) Retry(ctx context.Context, id string, token uint64, after ti
 		if err != nil {
 			return false, err
 		}
-		dead, err = t.fail(id, r, s.now(), after, maxAttempts)
+		s.ahead.forget(id)
+		now := s.now()
+		dead, err = t.fail(id, r, now, after, maxAttempts)
+		if err == nil && dead {
+			_, err = t.trimDead(now, s.deadCount, s.deadAge)
+		}
 		return true, err
 	})
 	return dead, err
@@ -479,6 +520,7 @@ func (s *BoltStore) Reap(ctx context.Context, limit int, p RetryPolicy) (rp Reap
 					return false, err
 				}
 			}
+			s.ahead.forget(string(id))
 			dead, err := t.fail(string(id), r, now, after, p.MaxAttempts)
 			if err != nil {
 				return false, err
@@ -489,9 +531,13 @@ func (s *BoltStore) Reap(ctx context.Context, limit int, p RetryPolicy) (rp Reap
 				rp.Returned++
 			}
 		}
+		trimmed, err := t.trimDead(now, s.deadCount, s.deadAge)
+		if err != nil {
+			return false, err
+		}
 		rp.Now = fromUnixNano(now)
 		rp.NextDue, rp.NextDeadline = t.nextTimes()
-		return len(ids) > 0, nil
+		return len(ids) > 0 || trimmed, nil
 	})
 	return rp, err
 }

@@ -20,6 +20,7 @@ type Delivery struct {
 	token   uint64
 	q       *Queue
 	dueAt   time.Time // when it may be handed out, on the queue's clock
+	ahead   bool      // claimed ahead: to be confirmed before it is handed out
 	revoked bool      // replaced or cancelled while held (under q.mu)
 }
 
@@ -36,15 +37,18 @@ func (q *Queue) delivery(storeNow time.Time, l Lease) *Delivery {
 		token:    l.Token,
 		q:        q,
 		dueAt:    now.Add(ready.Sub(storeNow)),
+		ahead:    l.Ahead,
 	}
 }
 
 // Ack deletes the message: it has been handled. Once Ack returns nil the
 // deletion is in the store, and the message never comes back. If the
-// lease was lost (it expired and the message was delivered again, or the
-// message was replaced by an Enqueue), Ack returns ErrLeaseLost and
-// deletes nothing. An Ack after the deadline succeeds if nobody else
-// received the message meanwhile.
+// lease was lost, Ack returns ErrLeaseLost and deletes nothing: the
+// message was replaced by an Enqueue, or the lease expired. A queue
+// reaps an expired lease at its deadline (the message is then pending
+// again, after the back-off, or dead), so an Ack after Deadline returns
+// ErrLeaseLost unless it reaches the store before any queue on it has
+// reaped the lease; use Extend for a task that may run longer.
 func (d *Delivery) Ack(ctx context.Context) error {
 	return d.q.call(func() error { return d.q.store.Ack(ctx, d.ID, d.token) })
 }

@@ -13,9 +13,12 @@
 // Receive blocks until a message is due and leases it for the visibility
 // timeout (WithVisibilityTimeout), counted from the due time. It takes the
 // lease up to 50ms before the due time, so that the store's write (an
-// fsync) is done by then, and hands the message out at its due time. The
-// consumer acks the delivery when
-// done; if it fails it calls Retry, and if it dies or stalls the lease
+// fsync) is done by then, and hands the message out at its due time,
+// once the store has confirmed that no Enqueue or Cancel, of any process,
+// took it back meanwhile (Store.Confirm): until it is handed out, an
+// Enqueue of its ID replaces it and a Cancel deletes it. The consumer
+// acks the delivery when done; if it fails it calls Retry, and if it dies
+// or stalls the lease
 // expires. Either way the message is delivered again after a back-off
 // (WithBackoff), with Attempt one higher, until WithMaxAttempts attempts
 // have failed: then it is moved to the dead letters, where DeadLetters
@@ -31,6 +34,8 @@
 // the earliest lease deadline, and arms a timer of a timing wheel for each;
 // Receive wakes when one fires, or when an Enqueue in this process (or, for
 // a store shared by processes, a notification) brings an earlier message.
+// Each such wake-up wakes one waiting receiver, which wakes the next if
+// its claim finds more messages due.
 // Only those two instants are held in memory, and the message each
 // Receive has claimed ahead, whatever the number of messages in the store.
 package durable

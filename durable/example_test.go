@@ -119,3 +119,41 @@ func ExampleDelivery_Retry() {
 	// dead: callback-7
 	// requeued: attempt 1 of callback-7 succeeds
 }
+
+// Dead letters are kept up to a count and an age: here the last two.
+func ExampleWithDeadLetterRetention() {
+	dir, err := os.MkdirTemp("", "retention")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	q, err := durable.Open(filepath.Join(dir, "q.db"),
+		durable.WithMaxAttempts(1), durable.WithDeadLetterRetention(2, 24*time.Hour))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer q.Close()
+	ctx := context.Background()
+	for _, id := range []string{"a", "b", "c"} {
+		if err := q.Enqueue(ctx, durable.Message{ID: id}); err != nil {
+			log.Fatal(err)
+		}
+		d, err := q.Receive(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := d.Retry(ctx, 0); err != nil { // its only attempt: it dies
+			log.Fatal(err)
+		}
+	}
+	dead, err := q.DeadLetters(ctx, 10)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range dead {
+		fmt.Println("dead:", m.ID)
+	}
+	// Output:
+	// dead: b
+	// dead: c
+}

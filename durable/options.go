@@ -44,6 +44,8 @@ type config struct {
 	// For Open.
 	sync        SyncPolicy
 	lockTimeout time.Duration
+	deadCount   int
+	deadAge     time.Duration
 }
 
 func defaultConfig() config {
@@ -53,6 +55,8 @@ func defaultConfig() config {
 		backoff:     ExponentialBackoff(time.Second, 10*time.Minute),
 		lockTimeout: 2 * time.Second,
 		claimAhead:  claimAhead,
+		deadCount:   DefaultDeadLetterCount,
+		deadAge:     DefaultDeadLetterAge,
 	}
 }
 
@@ -107,6 +111,18 @@ func WithSync(p SyncPolicy) Option {
 // it.
 func WithLockTimeout(d time.Duration) Option {
 	return func(c *config) { c.lockTimeout = d }
+}
+
+// WithDeadLetterRetention bounds the dead letters of the file of Open
+// (and OpenBoltStore): when a message dies, and whenever the queue reaps,
+// the oldest dead letters beyond maxCount, and those dead for longer than
+// maxAge, are deleted for good (up to 100 at a time). Zero means no limit
+// of that kind. The defaults are DefaultDeadLetterCount and
+// DefaultDeadLetterAge, so that dead letters nobody requeues do not fill
+// the disk. New ignores it (see the store's own option, such as
+// redisstore.WithDeadLetterRetention).
+func WithDeadLetterRetention(maxCount int, maxAge time.Duration) Option {
+	return func(c *config) { c.deadCount, c.deadAge = maxCount, maxAge }
 }
 
 // ExponentialBackoff returns the back-off "exponential with full jitter":

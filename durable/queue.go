@@ -29,9 +29,12 @@ type Queue struct {
 
 	mu     sync.Mutex
 	closed bool
-	// signal is closed, and replaced, when a message may have become due:
-	// waiting receivers then claim again.
-	signal chan struct{}
+	// waiters are the receivers waiting for a wake-up, and woken is set
+	// by a wake-up that none was waiting for (see wakeup.go).
+	waiters []chan struct{}
+	woken   bool
+	// claiming counts the receivers whose claim is under way.
+	claiming int
 	// due fires at the earliest due time the queue knows of, dueAt, and
 	// reap at the earliest lease deadline, reapAt (zero when not armed).
 	due, reap     *timingwheel.Timer
@@ -94,6 +97,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("durable: max attempts must be at least 1, got %d", c.maxAttempts)
 	case c.backoff == nil:
 		return errors.New("durable: nil back-off function")
+	case c.deadCount < 0 || c.deadAge < 0:
+		return fmt.Errorf("durable: WithDeadLetterRetention(%d, %v): negative limit", c.deadCount, c.deadAge)
 	}
 	return nil
 }
@@ -107,7 +112,7 @@ func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
 	}
 	q := &Queue{
 		store: s, ownsStore: ownsStore, cfg: cfg, clock: cfg.clock, wheel: cfg.wheel,
-		log: cfg.logger, signal: make(chan struct{}), ahead: make(map[string]*Delivery),
+		log: cfg.logger, ahead: make(map[string]*Delivery),
 	}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	q.done = q.ctx.Done()
@@ -152,41 +157,36 @@ func (q *Queue) Enqueue(ctx context.Context, m Message) error {
 	if err := m.Validate(); err != nil {
 		return err
 	}
+	held := q.heldAhead(m.ID)
 	err := q.call(func() error { return q.store.Enqueue(ctx, []Message{m}) })
 	if err != nil {
 		return err
 	}
-	q.mu.Lock()
-	q.revokeLocked(m.ID) // its lease is lost: the old version is not handed out
-	q.mu.Unlock()
+	// A receiver of this process that held the old version since before
+	// the write stops waiting for it: the store took it back, and its
+	// Confirm would fail. One that claimed since holds the new version.
+	q.revokeIfHeld(m.ID, held)
 	q.wakeAt(m.Due)
 	return nil
 }
 
-// Cancel deletes the pending or dead message id, and reports whether
-// there was one. It returns ErrInFlight, and deletes nothing, while the
-// message is being delivered.
+// Cancel deletes the message id if it is pending or dead, or claimed
+// ahead by a receiver, in any process, that has not handed it out yet
+// (see Receive): that receiver then claims another. It reports whether
+// there was one. It returns ErrInFlight, and deletes nothing, once the
+// message has been handed out to a consumer: ack it, or let its lease
+// expire, instead. Once Cancel returns true, no receiver hands the
+// message out.
 func (q *Queue) Cancel(ctx context.Context, id string) (bool, error) {
+	held := q.heldAhead(id)
 	var found bool
 	err := q.call(func() (err error) {
-		// A message this process claimed ahead and has not handed out
-		// is cancelled by acking its lease.
-		q.mu.Lock()
-		held := q.revokeLocked(id)
-		q.mu.Unlock()
-		if held != nil {
-			err := q.store.Ack(ctx, id, held.token)
-			if err == nil {
-				found = true
-				return nil
-			}
-			if !errors.Is(err, ErrLeaseLost) {
-				return err
-			}
-		}
 		found, err = q.store.Cancel(ctx, id)
 		return err
 	})
+	if found {
+		q.revokeIfHeld(id, held)
+	}
 	return found, err
 }
 
@@ -210,20 +210,24 @@ const claimAhead = 50 * time.Millisecond // the default of config.claimAhead
 // until then (see claimAhead). Once it holds one it returns it at its due
 // time even if ctx ends meanwhile, so that no lease is left unused: it
 // may thus return up to 50ms after ctx ends. If the queue is closed
-// meanwhile, the message goes back to the store, due as before.
+// meanwhile, the message goes back to the store, due as before. At the
+// due time it confirms the lease with the store (Store.Confirm): if an
+// Enqueue or Cancel of the message, in any process, came first, it does
+// not return the message and claims another. If the confirmation fails
+// otherwise (the store is down), it does not return the message either,
+// which comes back when its lease expires.
 func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 	var lastErr error
 	for failures := 0; ; {
-		signal, err := q.enter()
-		if err != nil {
+		if err := q.enterClaim(); err != nil {
 			return nil, err
 		}
 		c, err := q.store.Claim(ctx, 1, q.cfg.visibility, q.cfg.claimAhead)
-		q.active.Done()
+		q.claimDone()
 		if err == nil {
 			// Even if ctx ended meanwhile: a lease taken is handed out.
 			failures, lastErr = 0, nil
-			q.schedule(c.Now, c.NextDue, c.NextDeadline)
+			q.schedule(c.Now, c.NextDue, c.NextDeadline, c.DueSoon)
 			if len(c.Leases) > 0 {
 				d, err := q.handOut(q.delivery(c.Now, c.Leases[0]))
 				if errors.Is(err, errRevoked) {
@@ -231,7 +235,7 @@ func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 				}
 				return d, err
 			}
-			if err := q.await(ctx, signal, nil); err != nil {
+			if err := q.await(ctx); err != nil {
 				return nil, err
 			}
 			continue
@@ -258,7 +262,9 @@ var errRevoked = errors.New("durable: held message replaced or cancelled")
 
 // handOut returns d at its due time, d.dueAt on the queue's clock. While
 // it waits, d is in q.ahead: an Enqueue or Cancel of its ID in this
-// process revokes it, and Close gives it back to the store.
+// process revokes it, and Close gives it back to the store. A message
+// claimed ahead is then confirmed with the store (Store.Confirm), which
+// fails if an Enqueue or Cancel of any process took it back meanwhile.
 func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 	q.mu.Lock()
 	if q.closed {
@@ -266,46 +272,74 @@ func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 		q.release(d)
 		return nil, ErrClosed
 	}
-	if !d.dueAt.After(q.clock.Now()) {
+	if d.dueAt.After(q.clock.Now()) {
+		q.ahead[d.ID] = d
+		q.waiting++
+		q.mu.Unlock()
+
+		ready := make(chan struct{})
+		t := q.wheel.AfterFuncAt(d.dueAt, func() { close(ready) })
+		select {
+		case <-ready:
+		case <-q.done:
+		}
+		t.Stop()
+
+		q.mu.Lock()
+		q.waiting--
+		if q.ahead[d.ID] == d {
+			delete(q.ahead, d.ID)
+		}
+		switch {
+		case d.revoked:
+			q.mu.Unlock()
+			return nil, errRevoked
+		case q.closed: // Close released it
+			q.mu.Unlock()
+			return nil, ErrClosed
+		}
+	}
+	if !d.ahead {
 		q.mu.Unlock()
 		return d, nil
 	}
-	q.ahead[d.ID] = d
-	q.waiting++
+	q.active.Add(1) // Close waits for the confirmation
 	q.mu.Unlock()
-
-	ready := make(chan struct{})
-	t := q.wheel.AfterFuncAt(d.dueAt, func() { close(ready) })
-	select {
-	case <-ready:
-	case <-q.done:
-	}
-	t.Stop()
-
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.waiting--
-	if q.ahead[d.ID] == d {
-		delete(q.ahead, d.ID)
-	}
+	err := q.store.Confirm(context.Background(), d.ID, d.token)
+	q.active.Done()
 	switch {
-	case d.revoked:
-		return nil, errRevoked
-	case q.closed: // Close released it
-		return nil, ErrClosed
+	case err == nil:
+		return d, nil
+	case !errors.Is(err, ErrLeaseLost):
+		// Whether it was taken back is unknown: it is not handed out,
+		// and comes back when its lease expires.
+		q.log.Warn("durable: confirming a message claimed ahead failed; it comes back when its lease expires",
+			"id", d.ID, "err", err)
 	}
-	return d, nil
+	return nil, errRevoked
 }
 
-// revokeLocked takes the held delivery of id, if any, away from the
-// Receive that holds it.
-func (q *Queue) revokeLocked(id string) *Delivery {
-	d := q.ahead[id]
-	if d != nil {
-		d.revoked = true
+// heldAhead returns the delivery of id this process holds ahead, if any.
+func (q *Queue) heldAhead(id string) *Delivery {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ahead[id]
+}
+
+// revokeIfHeld takes held, the delivery of id held before a write that
+// took it back in the store, from the Receive that holds it, if it still
+// does. A delivery claimed after the write is left alone: it is the new
+// version.
+func (q *Queue) revokeIfHeld(id string, held *Delivery) {
+	if held == nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.ahead[id] == held {
+		held.revoked = true
 		delete(q.ahead, id)
 	}
-	return d
 }
 
 // release gives back to the store a message claimed ahead and not handed
@@ -316,29 +350,6 @@ func (q *Queue) release(d *Delivery) {
 	if _, err := q.store.Retry(context.Background(), d.ID, d.token, after, math.MaxInt); err != nil &&
 		!errors.Is(err, ErrLeaseLost) {
 		q.log.Warn("durable: giving back a message claimed ahead failed; its lease will expire", "id", d.ID, "err", err)
-	}
-}
-
-// await waits for signal (or a timer's tick, whichever is not nil), the
-// end of ctx or Close.
-func (q *Queue) await(ctx context.Context, signal <-chan struct{}, tick <-chan time.Time) error {
-	q.mu.Lock()
-	q.waiting++
-	q.mu.Unlock()
-	defer func() {
-		q.mu.Lock()
-		q.waiting--
-		q.mu.Unlock()
-	}()
-	select {
-	case <-signal:
-		return nil
-	case <-tick:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-q.done:
-		return ErrClosed
 	}
 }
 
@@ -459,31 +470,24 @@ func (q *Queue) finish() error {
 
 // enter starts a store call of the queue's, unless the queue is closed:
 // Close waits for the calls under way, so that none writes after it. The
-// caller calls q.active.Done() when the store call returns. It returns the
-// current signal, for Receive.
-func (q *Queue) enter() (<-chan struct{}, error) {
+// caller calls q.active.Done() when the store call returns.
+func (q *Queue) enter() error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	q.active.Add(1)
-	return q.signal, nil
+	return nil
 }
 
 // call runs f as a store call of the queue's (see enter).
 func (q *Queue) call(f func() error) error {
-	if _, err := q.enter(); err != nil {
+	if err := q.enter(); err != nil {
 		return err
 	}
 	defer q.active.Done()
 	return f()
-}
-
-// broadcastLocked wakes every waiting receiver.
-func (q *Queue) broadcastLocked() {
-	close(q.signal)
-	q.signal = make(chan struct{})
 }
 
 // wakeAt makes sure receivers try to claim at due, a time on the queue's
@@ -497,7 +501,7 @@ func (q *Queue) wakeAt(due time.Time) {
 	now := q.clock.Now()
 	wait := due.Sub(now) - q.cfg.claimAhead
 	if due.IsZero() || wait <= 0 {
-		q.broadcastLocked()
+		q.wakeOneLocked()
 		return
 	}
 	// now plus a duration: for the real clock, a monotonic reading, which
@@ -518,7 +522,9 @@ func armLocked(t *timingwheel.Timer, armedAt *time.Time, at time.Time) {
 
 // schedule arms the timers from what a store reported, translating its
 // instants (on its clock, whose now was storeNow) to the queue's clock.
-func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time) {
+// If messages are due already (dueSoon of them, as a claim counts), it
+// wakes as many receivers, less those claiming already.
+func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time, dueSoon int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -527,7 +533,9 @@ func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time) {
 	now := q.clock.Now()
 	if !nextDue.IsZero() {
 		if wait := nextDue.Sub(storeNow) - q.cfg.claimAhead; wait <= 0 {
-			q.broadcastLocked()
+			for range max(dueSoon, 1) - q.claiming {
+				q.wakeOneLocked()
+			}
 		} else {
 			armLocked(q.due, &q.dueAt, now.Add(wait))
 		}
@@ -547,7 +555,7 @@ func (q *Queue) wake() {
 	defer q.mu.Unlock()
 	q.dueAt = time.Time{}
 	if !q.closed {
-		q.broadcastLocked()
+		q.wakeOneLocked()
 	}
 }
 
@@ -601,23 +609,25 @@ func (q *Queue) reapExpired(ctx context.Context) error {
 		if r.Dead > 0 {
 			q.log.Info("durable: messages died after their last lease expired", "count", r.Dead)
 		}
-		q.schedule(r.Now, r.NextDue, r.NextDeadline)
+		q.schedule(r.Now, r.NextDue, r.NextDeadline, 0)
 		if r.Returned+r.Dead < reapBatch {
 			return nil
 		}
 	}
 }
 
-// listen wakes receivers on the notifications of a shared store.
+// listen wakes a receiver on each notification of a shared store, and
+// gives the store's channel back on Close.
 func (q *Queue) listen(n Notifier) {
 	defer q.wg.Done()
-	wakeups := n.Wakeups()
+	wakeups, stop := n.Wakeups()
+	defer stop()
 	for {
 		select {
 		case <-wakeups:
 			q.mu.Lock()
 			if !q.closed {
-				q.broadcastLocked()
+				q.wakeOneLocked()
 			}
 			q.mu.Unlock()
 		case <-q.done:

@@ -208,6 +208,13 @@ func TestLeaseExpiryRedeliversAfterBackoff(t *testing.T) {
 	mock.Add(10 * time.Second) // the lease expires: back-off of attempt 1 is 1s
 	require.Eventually(t, func() bool { return stats(t, q).Pending == 1 }, 5*time.Second, time.Millisecond,
 		"the reaper did not end the expired lease")
+	// The reaper arms the due timer after its store call: wait for it,
+	// or the clock would move before the timer is armed.
+	require.Eventually(t, func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return !q.dueAt.IsZero()
+	}, 5*time.Second, time.Millisecond, "the due timer was not armed for the back-off")
 	select {
 	case d := <-got:
 		t.Fatalf("delivered again before the back-off: %+v", d)

@@ -59,7 +59,7 @@ func (q *Queue) Run(ctx context.Context, workers int, h Handler) error {
 	case h == nil:
 		return fmt.Errorf("%w: nil Handler", ErrInvalidRunner)
 	}
-	if _, err := q.enter(); err != nil {
+	if err := q.enter(); err != nil {
 		return err
 	}
 	q.active.Done()

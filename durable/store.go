@@ -27,7 +27,9 @@ import (
 //   - pending, with a due time; ordered by due time, then by the order of
 //     the Enqueue (or Retry, Requeue, lease expiry) that made it pending;
 //   - in flight, with an attempt number, a fencing token and a lease
-//     deadline;
+//     deadline; a message claimed before its due time is in flight but
+//     not handed out until its holder confirms the lease (Confirm), and
+//     until then an Enqueue or a Cancel takes it back;
 //   - dead.
 type Store interface {
 	// Enqueue writes msgs, each valid (Message.Validate), as pending
@@ -38,9 +40,11 @@ type Store interface {
 	// written or none is. Equal due times keep the order of msgs.
 	Enqueue(ctx context.Context, msgs []Message) error
 
-	// Cancel deletes the pending or dead message id. It reports whether
-	// there was one, and returns ErrInFlight, deleting nothing, if the
-	// message is in flight.
+	// Cancel deletes the pending or dead message id, or the in-flight one
+	// whose lease was claimed ahead and not confirmed yet (see Confirm):
+	// its holder's Confirm then fails. It reports whether there was one,
+	// and returns ErrInFlight, deleting nothing, if the message is in
+	// flight and handed out.
 	Cancel(ctx context.Context, id string) (bool, error)
 
 	// Claim leases up to limit pending messages due by now+ahead,
@@ -50,7 +54,23 @@ type Store interface {
 	// A Queue claims a little ahead (see
 	// Receive) so that no write stands between a due time and its
 	// delivery; it hands a message out at its due time, never before.
+	//
+	// A message whose due time is after the store's now is claimed ahead
+	// (Lease.Ahead): its lease is not handed out until Confirm says so, and
+	// an Enqueue or Cancel of its ID before that takes it back. A message
+	// due by now is handed out by the Claim itself.
 	Claim(ctx context.Context, limit int, lease, ahead time.Duration) (Claimed, error)
+
+	// Confirm hands out the lease token on id, claimed ahead: it returns
+	// nil if token is the current lease of id and no Enqueue or Cancel
+	// took the message back, and from then on Cancel answers ErrInFlight.
+	// Otherwise it returns ErrLeaseLost and changes nothing: the message
+	// was replaced, cancelled, released (Retry) or reaped, and the holder
+	// must not hand it out. Exactly one of a Confirm and a concurrent
+	// Enqueue or Cancel of the same message wins. Confirm of a lease that
+	// was not claimed ahead, or was confirmed already, returns nil while
+	// the lease is current.
+	Confirm(ctx context.Context, id string, token uint64) error
 
 	// Ack deletes the in-flight message id if token is its current lease's
 	// token, and otherwise returns ErrLeaseLost and changes nothing. The
@@ -78,7 +98,10 @@ type Store interface {
 	Reap(ctx context.Context, limit int, p RetryPolicy) (Reaped, error)
 
 	// DeadLetters returns up to limit dead messages, in the order they
-	// died. Their Due is the time they died.
+	// died. Their Due is the time they died. A store may delete the
+	// oldest dead letters under a retention policy (both stores of this
+	// module do, see WithDeadLetterRetention), so that they do not grow
+	// without bound.
 	DeadLetters(ctx context.Context, limit int) ([]Message, error)
 
 	// Requeue makes the dead message id pending again, due at due (the
@@ -99,8 +122,11 @@ type Store interface {
 // enqueued a new earliest message, for example. A queue that receives
 // from it asks the store again (with Claim). A notifier may also send now
 // and then when nothing happened, to make up for notifications lost.
+// Wakeups also returns a function that gives the channel back: the store
+// forgets it and sends on it no more. A Queue calls it on Close, so that
+// what it added to a shared store goes with it.
 type Notifier interface {
-	Wakeups() <-chan struct{}
+	Wakeups() (wakeups <-chan struct{}, stop func())
 }
 
 // Lease is a message claimed by Claim.
@@ -114,6 +140,9 @@ type Lease struct {
 	// be handed out (its due time, or the claim's now if later), both on
 	// the clock of Claimed.Now.
 	Deadline, Ready time.Time
+	// Ahead is true if the message was claimed before its due time: its
+	// holder must Confirm the lease at Ready before handing it out.
+	Ahead bool
 }
 
 // Claimed is what Claim returns.
@@ -126,6 +155,12 @@ type Claimed struct {
 	// NextDeadline the earliest deadline of a lease in flight (including
 	// the ones just made), each the zero time if there is none.
 	NextDue, NextDeadline time.Time
+	// DueSoon counts the messages still pending that are due by the
+	// claim's horizon (its now plus ahead), or at least up to a cap of the
+	// store's choosing: how many more receivers a queue wakes to claim
+	// them. Zero means none, or that the store does not count: a queue
+	// then wakes one receiver if NextDue is within the horizon.
+	DueSoon int
 }
 
 // Reaped is what Reap returns.

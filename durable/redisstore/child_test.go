@@ -60,6 +60,8 @@ func runChild() bool {
 		err = runProducer()
 	case "consumer":
 		err = runConsumer()
+	case "mutator":
+		err = runMutator()
 	default:
 		err = fmt.Errorf("unknown child role %q", role)
 	}
@@ -72,13 +74,18 @@ func runChild() bool {
 }
 
 func childQueueOpen() (*redis.Client, *Store, *durable.Queue, error) {
+	return childQueueOpenWrapped(func(s *Store) durable.Store { return s })
+}
+
+// childQueueOpenWrapped is childQueueOpen with the queue over wrap(store).
+func childQueueOpenWrapped(wrap func(*Store) durable.Store) (*redis.Client, *Store, *durable.Queue, error) {
 	c := redis.NewClient(&redis.Options{Network: "unix", Addr: os.Getenv(childAddrEnv), PoolSize: 32})
 	s, err := New(c, childQueue)
 	if err != nil {
 		_ = c.Close()
 		return nil, nil, nil, err
 	}
-	q, err := durable.New(s,
+	q, err := durable.New(wrap(s),
 		durable.WithVisibilityTimeout(childVisibility),
 		durable.WithMaxAttempts(1000),
 		durable.WithBackoff(func(int) time.Duration { return childBackoff }))
@@ -155,6 +162,13 @@ func runConsumer() error {
 	defer q.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	return receiveAndLog(ctx, q, f, childReceivers)
+}
+
+// receiveAndLog receives and acks from n goroutines until ctx ends,
+// writing D, A, L and E lines (see runConsumer) to f, each with one
+// write, so that a SIGKILL loses nothing written.
+func receiveAndLog(ctx context.Context, q *durable.Queue, f *os.File, n int) error {
 	var wg sync.WaitGroup
 	var werr atomic.Pointer[error]
 	write := func(format string, args ...any) {
@@ -162,7 +176,7 @@ func runConsumer() error {
 			werr.CompareAndSwap(nil, &err)
 		}
 	}
-	for range childReceivers {
+	for range n {
 		wg.Go(func() {
 			for {
 				d, err := q.Receive(ctx)

@@ -18,6 +18,7 @@ type result struct {
 	now, nextDue, nextDeadline int64
 	leases                     []durable.Lease
 	deadline                   int64 // of the leases
+	dueSoon                    int64 // pending messages left due by the horizon (Claim)
 	returned, dead             int   // by Reap
 	// n counts the items of the call (leases, or leases ended) and bytes
 	// their payload bytes, for the limits of rounds.
@@ -49,7 +50,8 @@ func (s *Store) Claim(ctx context.Context, limit int, lease, ahead time.Duration
 		return durable.Claimed{}, wrap("claim", err)
 	}
 	m := s.merge(rs, failed)
-	c := durable.Claimed{Now: instant(m.now), NextDue: instant(m.nextDue), NextDeadline: instant(m.nextDeadline)}
+	c := durable.Claimed{Now: instant(m.now), NextDue: instant(m.nextDue), NextDeadline: instant(m.nextDeadline),
+		DueSoon: int(min(m.dueSoon, MaxClaim))}
 	for _, r := range rs {
 		c.Leases = append(c.Leases, r.leases...)
 	}
@@ -73,15 +75,15 @@ func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, ahead, byt
 	if err != nil {
 		return result{}, err
 	}
-	a, err := replyArray(r, 5)
+	a, err := replyArray(r, 6)
 	if err != nil {
 		return result{}, err
 	}
-	n, err := replyInts(a[:4])
+	n, err := replyInts(append(a[:4:4], a[5]))
 	if err != nil {
 		return result{}, err
 	}
-	res := result{now: n[0], deadline: n[1], nextDue: n[2], nextDeadline: n[3]}
+	res := result{now: n[0], deadline: n[1], nextDue: n[2], nextDeadline: n[3], dueSoon: n[4]}
 	ls, err := replyArray(a[4], -1)
 	if err != nil {
 		return result{}, err
@@ -109,6 +111,7 @@ func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, ahead, byt
 			Token:    uint64(nums[1]),
 			Deadline: time.UnixMicro(max(nums[2], res.now) + lease),
 			Ready:    readyTime(dueTime(nums[2], nums[3]), res.now),
+			Ahead:    nums[2] > res.now, // as the script decides
 		})
 		res.bytes += int64(len(body))
 	}
@@ -176,7 +179,7 @@ func (s *Store) reapShard(ctx context.Context, sh, limit int, p durable.RetryPol
 // reapCall calls the reap script once, and returns its result and the
 // attempts it asks back-offs for.
 func (s *Store) reapCall(ctx context.Context, sh, limit, maxAttempts int, mode string, delays []any) (result, []int, error) {
-	args := append([]any{limit, maxAttempts, mode}, delays...)
+	args := append([]any{limit, maxAttempts, mode, s.deadMax(), micros(s.opts.deadAge)}, delays...)
 	r, err := s.run(ctx, reapScript, sh, args...)
 	if err != nil {
 		return result{}, nil, err
@@ -346,6 +349,7 @@ func (s *Store) merge(rs []shardResult, failed bool) result {
 		if latest[r.shard] != i {
 			continue
 		}
+		m.dueSoon += r.dueSoon
 		if r.nextDue >= 0 && (m.nextDue < 0 || r.nextDue+off < m.nextDue) {
 			m.nextDue = r.nextDue + off
 		}

@@ -53,7 +53,8 @@
 // # Scripts and fencing
 //
 // Enqueue, Claim (which promotes due messages and leases them at once),
-// Ack, Retry, Extend, Cancel, Requeue and Reap are each one Lua script,
+// Confirm, Ack, Retry, Extend, Cancel, Requeue and Reap are each one Lua
+// script,
 // run with EVALSHA (EVAL when Redis does not have it cached), so each is
 // atomic. Claim and Reap handle at most MaxClaim and MaxReap messages per
 // call, so a backlog of millions coming due at once never blocks Redis
@@ -65,6 +66,27 @@
 // that replaces it, a Cancel and Enqueue of the same ID), and Ack, Retry
 // and Extend with another token than the current lease's return
 // durable.ErrLeaseLost and change nothing.
+//
+// # Claimed ahead
+//
+// A message claimed before its due time (a Queue claims up to 50ms ahead)
+// is in flight in state "claimed ahead" until its holder confirms it at
+// the due time with one script call (Confirm), which makes it handed out
+// only if its token is still current. An Enqueue of the same ID replaces
+// it and a Cancel deletes it (returning true) as long as it is not
+// confirmed, in whatever process it is held; the holder's Confirm then
+// fails, and it does not hand the message out. The two scripts run one
+// after the other on the shard's node, so exactly one wins. A message
+// claimed when already due is handed out by the Claim itself. Confirm is
+// one round trip at the due time, which the lateness of a delivery
+// includes (a fraction of a millisecond on a local network).
+//
+// # Dead letters
+//
+// Dead letters are kept up to DefaultDeadLetterCount messages and
+// DefaultDeadLetterAge (WithDeadLetterRetention): the scripts that make a
+// message die, and every Reap, delete the oldest beyond the count and
+// those older than the age, up to 100 a call.
 //
 // # Wake-ups
 //
@@ -86,6 +108,15 @@
 // node, it unsubscribes the store, which subscribes again, on the new
 // node, and wakes.
 //
+// A store opens its pub/sub connections on the first call of Wakeups:
+// one on a single Redis or with Sentinel, whatever the shard count, and
+// on a cluster one per master that owns the slot of one of the queue's
+// shard channels (at most the number of masters), each subscribed to the
+// channels of its master. They stay until Close. Each queue over the
+// store has one channel of Wakeups, which its Close gives back. A wake-up
+// wakes one waiting receiver of a queue, which wakes the next if its
+// claim finds more due.
+//
 // # Back-off
 //
 // Reap calls the RetryPolicy's Backoff only when a lease has expired, once
@@ -103,6 +134,14 @@
 // disabled) is accepted, with a warning to the logger. Durability is that
 // of the Redis configuration: use AOF with appendfsync always for a
 // message whose Enqueue returned nil to survive a crash of Redis.
+//
+// Replication is asynchronous: with replicas (Sentinel, Cluster), a write
+// the primary acknowledged and had not sent to a replica when it died is
+// lost on failover: an Enqueue (a lost message), or an Ack (the message
+// is delivered again). WithReplicas(n, timeout) makes every write wait
+// until n replicas have it (WAIT), and return ErrNotReplicated if they do
+// not confirm in time; then a failover to one of those replicas keeps
+// every write that returned nil.
 //
 // go-redis sends a command again when its reply is lost: the connection
 // failed, or the reply took longer than ReadTimeout (3s by default), which

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,8 +40,10 @@ type notifier struct {
 	// to close.
 	pubsubs []*redis.PubSub
 	wg      sync.WaitGroup
-	// messages counts the publications received, for the tests.
-	messages atomic.Int64
+	// messages counts the publications received, and connections the
+	// pub/sub connections open, for the tests.
+	messages    atomic.Int64
+	connections atomic.Int64
 }
 
 func (n *notifier) init(s *Store) { n.s = s }
@@ -52,21 +55,39 @@ func (n *notifier) init(s *Store) { n.s = s }
 // earlier than every other pending one, whenever the store subscribes
 // (again: after a failure of the pub/sub connection, or after Redis
 // Cluster moved the slot of a channel to another node), and from the
-// safety poll (WithSafetyPoll). After Close it receives nothing more.
-func (s *Store) Wakeups() <-chan struct{} {
+// safety poll (WithSafetyPoll). After stop, or Close, it receives nothing
+// more, and the store holds nothing for it. The pub/sub connections,
+// opened by the first call, stay until Close.
+func (s *Store) Wakeups() (<-chan struct{}, func()) {
 	n := &s.wake
 	ch := make(chan struct{}, 1)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.stopped {
-		return ch
+		return ch, func() {}
 	}
 	n.subs = append(n.subs, ch)
 	if !n.started {
 		n.started = true
 		n.start()
 	}
-	return ch
+	return ch, func() { n.unsubscribe(ch) }
+}
+
+// unsubscribe forgets the channel ch of Wakeups.
+func (n *notifier) unsubscribe(ch chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if i := slices.Index(n.subs, ch); i >= 0 {
+		n.subs = slices.Delete(n.subs, i, i+1)
+	}
+}
+
+// subscribers counts the channels of Wakeups, for the tests.
+func (n *notifier) subscribers() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.subs)
 }
 
 // start starts the goroutines; n.mu is held.
@@ -74,22 +95,16 @@ func (n *notifier) start() {
 	s := n.s
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	var groups [][]string
 	if s.cluster {
-		// A connection subscribes within one node: one per shard.
-		for _, sh := range s.shards {
-			groups = append(groups, []string{sh.channel()})
-		}
+		n.wg.Go(func() { n.clusterLoop(ctx) })
 	} else {
+		// One connection for every shard's channel.
 		var all []string
 		for _, sh := range s.shards {
 			all = append(all, sh.channel())
 		}
-		groups = append(groups, all)
-	}
-	n.pubsubs = make([]*redis.PubSub, len(groups))
-	for i, chans := range groups {
-		n.wg.Go(func() { n.listen(ctx, i, chans) })
+		n.pubsubs = make([]*redis.PubSub, 1)
+		n.wg.Go(func() { n.listen(ctx, 0, all, nil) })
 	}
 	if s.opts.safetyPoll > 0 {
 		n.wg.Go(func() { n.poll(ctx) })
@@ -100,7 +115,7 @@ func (n *notifier) start() {
 func (n *notifier) stop() {
 	n.mu.Lock()
 	n.stopped = true
-	cancel, pubsubs := n.cancel, n.pubsubs
+	cancel, pubsubs := n.cancel, slices.Clone(n.pubsubs)
 	n.subs = nil
 	n.mu.Unlock()
 	if cancel == nil {
@@ -139,7 +154,15 @@ func (n *notifier) subscribe(ctx context.Context, i int, chans []string) (*redis
 	}
 	var ps *redis.PubSub
 	if sharded == 1 {
-		ps = s.client.SSubscribe(ctx, chans...)
+		// One SSUBSCRIBE per channel: a command may name the channels
+		// of one slot only, and a connection may hold several.
+		ps = s.client.SSubscribe(ctx, chans[0])
+		for _, ch := range chans[1:] {
+			if err := ps.SSubscribe(ctx, ch); err != nil {
+				_ = ps.Close()
+				return nil, err
+			}
+		}
 	} else {
 		ps = s.client.Subscribe(ctx, chans...)
 	}
@@ -150,22 +173,20 @@ func (n *notifier) subscribe(ctx context.Context, i int, chans []string) (*redis
 		return nil, nil
 	}
 	n.pubsubs[i] = ps
+	n.connections.Add(1)
 	return ps, nil
 }
 
 // drop closes listener i's subscription ps, for it to subscribe again
-// from scratch. On a cluster, it also has the client reload the slots,
-// which may have moved.
+// from scratch.
 func (n *notifier) drop(i int, ps *redis.PubSub) {
 	n.mu.Lock()
-	if n.pubsubs[i] == ps {
+	if i < len(n.pubsubs) && n.pubsubs[i] == ps {
 		n.pubsubs[i] = nil
 	}
 	n.mu.Unlock()
 	_ = ps.Close()
-	if c, ok := n.s.client.(*redis.ClusterClient); ok {
-		c.ReloadState(context.Background())
-	}
+	n.connections.Add(-1)
 }
 
 // listen keeps a subscription to chans, as listener i, until ctx ends,
@@ -174,10 +195,11 @@ func (n *notifier) drop(i int, ps *redis.PubSub) {
 //
 // Whenever it fails, or Redis unsubscribes it (Redis Cluster does when
 // the slot of a shard channel moves to another node), listen closes the
-// subscription and makes a new one, which asks the server again whether
-// it publishes on shard channels, and on a cluster finds the node that
-// owns the slot now.
-func (n *notifier) listen(ctx context.Context, i int, chans []string) {
+// subscription. If regroup is nil it then makes a new one, which asks
+// the server again whether it publishes on shard channels; otherwise (on
+// a cluster) it signals regroup and returns, for clusterLoop to find the
+// nodes that own the slots now.
+func (n *notifier) listen(ctx context.Context, i int, chans []string, regroup chan<- struct{}) {
 	var (
 		ps      *redis.PubSub
 		pause   time.Duration
@@ -213,6 +235,10 @@ func (n *notifier) listen(ctx context.Context, i int, chans []string) {
 				n.drop(i, ps)
 				ps = nil
 			}
+			if regroup != nil {
+				poke(regroup)
+				return
+			}
 			pause = min(max(2*pause, minPause), maxPause)
 			select {
 			case <-ctx.Done():
@@ -230,6 +256,11 @@ func (n *notifier) listen(ctx context.Context, i int, chans []string) {
 				n.s.opts.logger.Info("redisstore: unsubscribed by Redis; subscribing again", "queue", n.s.queue, "channel", m.Channel)
 				n.drop(i, ps)
 				ps = nil
+				if regroup != nil {
+					n.notify()
+					poke(regroup)
+					return
+				}
 			default:
 				if failing {
 					n.s.opts.logger.Info("redisstore: pub/sub is back", "queue", n.s.queue)

@@ -25,7 +25,8 @@ func TestWakeupsOnNewEarliest(t *testing.T) {
 	srv := startRedis(t)
 	a := openStore(t, srv.client(t), "q", WithSafetyPoll(0))
 	b := openStore(t, srv.client(t), "q", WithSafetyPoll(0))
-	w1, w2 := a.Wakeups(), a.Wakeups()
+	w1, _ := a.Wakeups()
+	w2, _ := a.Wakeups()
 	// The subscription itself wakes: notifications may have been missed
 	// before it.
 	require.True(t, woke(w1, 5*time.Second), "woken when subscribed")
@@ -73,7 +74,7 @@ func TestWakeupsOnNewEarliest(t *testing.T) {
 func TestWakeupsSafetyPoll(t *testing.T) {
 	srv := startRedis(t)
 	s := openStore(t, srv.client(t), "q", WithSafetyPoll(100*time.Millisecond))
-	w := s.Wakeups()
+	w, _ := s.Wakeups()
 	require.True(t, woke(w, 5*time.Second))
 	n := 0
 	start := time.Now()
@@ -91,7 +92,7 @@ func TestWakeupsNeverBlock(t *testing.T) {
 	srv := startRedis(t)
 	a := openStore(t, srv.client(t), "q", WithSafetyPoll(0))
 	b := openStore(t, srv.client(t), "q", WithSafetyPoll(0))
-	w := a.Wakeups()
+	w, _ := a.Wakeups()
 	require.True(t, woke(w, 5*time.Second))
 	now := redisNow(t, srv.client(t))
 	// Nobody reads w: a hundred new earliest messages.
@@ -109,7 +110,7 @@ func TestWakeupsNeverBlock(t *testing.T) {
 func TestWakeupsAfterReconnect(t *testing.T) {
 	srv := startRedis(t)
 	a := openStore(t, srv.client(t), "q", WithSafetyPoll(0))
-	w := a.Wakeups()
+	w, _ := a.Wakeups()
 	require.True(t, woke(w, 5*time.Second))
 	srv.restart()
 	// Notifications may have been lost while the connection was down:
@@ -135,7 +136,8 @@ func TestWakeupsBetweenUsersWithoutInfo(t *testing.T) {
 
 	a := openStore(t, c, "q", WithSafetyPoll(0))
 	b := openStore(t, c2, "q", WithSafetyPoll(0))
-	wa, wb := a.Wakeups(), b.Wakeups()
+	wa, _ := a.Wakeups()
+	wb, _ := b.Wakeups()
 	require.True(t, woke(wa, 5*time.Second))
 	require.True(t, woke(wb, 5*time.Second))
 	// Redis 7: both subscribed to the shard channel.

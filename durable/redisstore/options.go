@@ -17,11 +17,15 @@ const DefaultSafetyPoll = 5 * time.Second
 type Option func(*options)
 
 type options struct {
-	shards        int
-	logger        *slog.Logger
-	allowEviction bool
-	safetyPoll    time.Duration
-	startTimeout  time.Duration
+	shards         int
+	logger         *slog.Logger
+	allowEviction  bool
+	safetyPoll     time.Duration
+	startTimeout   time.Duration
+	deadCount      int
+	deadAge        time.Duration
+	replicas       int
+	replicaTimeout time.Duration
 }
 
 func defaultOptions() options {
@@ -30,6 +34,8 @@ func defaultOptions() options {
 		logger:       slog.New(slog.DiscardHandler),
 		safetyPoll:   DefaultSafetyPoll,
 		startTimeout: 10 * time.Second,
+		deadCount:    DefaultDeadLetterCount,
+		deadAge:      DefaultDeadLetterAge,
 	}
 }
 
@@ -39,6 +45,10 @@ func (o *options) check() error {
 		return fmt.Errorf("redisstore: WithShards(%d): the count must be 1 to %d", o.shards, MaxShards)
 	case o.safetyPoll < 0:
 		return fmt.Errorf("redisstore: WithSafetyPoll(%v): negative interval", o.safetyPoll)
+	case o.replicas < 0 || o.replicaTimeout < 0:
+		return fmt.Errorf("redisstore: WithReplicas(%d, %v): negative count or timeout", o.replicas, o.replicaTimeout)
+	case o.deadCount < 0 || o.deadAge < 0:
+		return fmt.Errorf("redisstore: WithDeadLetterRetention(%d, %v): negative limit", o.deadCount, o.deadAge)
 	case o.startTimeout <= 0:
 		return fmt.Errorf("redisstore: WithStartTimeout(%v): the timeout must be positive", o.startTimeout)
 	}
@@ -90,7 +100,31 @@ func WithSafetyPoll(d time.Duration) Option {
 	return func(o *options) { o.safetyPoll = d }
 }
 
-// WithStartTimeout bounds the checks New makes on Redis (default 10s).
+// WithStartTimeout bounds the time New takes to check Redis (default
+// 10s): New returns ErrStartTimeout once d has passed without an answer,
+// even from a server that accepts connections and never replies. The
+// checks may go on in the background until the client's own timeouts end
+// them; they change nothing but the queue's recorded shard count.
 func WithStartTimeout(d time.Duration) Option {
 	return func(o *options) { o.startTimeout = d }
+}
+
+// Default dead-letter retention (see WithDeadLetterRetention).
+const (
+	DefaultDeadLetterCount = 10_000
+	DefaultDeadLetterAge   = 7 * 24 * time.Hour
+)
+
+// WithDeadLetterRetention bounds the dead letters of the queue: when a
+// message dies, and whenever a queue reaps, the oldest dead letters beyond
+// maxCount, and those dead for longer than maxAge, are deleted for good
+// (up to 100 at a time, which keeps up with any rate of deaths). Zero
+// means no limit of that kind. The defaults are DefaultDeadLetterCount
+// and DefaultDeadLetterAge: dead letters that nobody requeues would
+// otherwise grow until Redis, which must run with noeviction, refuses
+// every write of every queue. With shards, each shard keeps up to
+// maxCount/n (rounded up). Every store of a queue should use the same
+// retention; each applies its own when it trims.
+func WithDeadLetterRetention(maxCount int, maxAge time.Duration) Option {
+	return func(o *options) { o.deadCount, o.deadAge = maxCount, maxAge }
 }

@@ -29,8 +29,9 @@ import "github.com/redis/go-redis/v9"
 // (0001 to 1000, 1000 for a time on the microsecond), then 16 hex digits
 // of the seq counter, the order in which messages were written. So
 // pending messages come out by due time to the nanosecond, then in the
-// order they became pending. In meta, state is p (pending), f (in flight)
-// or d (dead); prefix is the member's prefix in pending or dead, and - in
+// order they became pending. In meta, state is p (pending), f (in flight
+// and handed out), a (in flight, claimed ahead of its due time and not
+// confirmed yet: an Enqueue or a Cancel takes it back) or d (dead); prefix is the member's prefix in pending or dead, and - in
 // flight; token is the current lease's fencing token (0 if none); nonce
 // is the random number of the Enqueue call that wrote the message, kept
 // whatever happens to it, so that the same call sent again (go-redis
@@ -75,6 +76,12 @@ local function meta(raw)
   return {st = st, pre = pre, att = tonumber(att), tok = tok, nonce = nonce}
 end
 
+-- leased reports whether m is in flight (handed out or claimed ahead)
+-- with the lease token tok.
+local function leased(m, tok)
+  return m and (m.st == 'f' or m.st == 'a') and m.tok == tok
+end
+
 -- mkmeta is the meta of a message in state st, keeping the nonce of m.
 local function mkmeta(st, pre, att, tok, m)
   return st .. '|' .. pre .. '|' .. att .. '|' .. tok .. '|' .. m.nonce
@@ -85,6 +92,32 @@ local function head(key)
   local h = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   if h[2] then return tonumber(h[2]) end
   return -1
+end
+
+-- trim_dead deletes the oldest dead messages beyond maxn (0: no limit)
+-- and those that died before now - maxage microseconds (0: no limit), at
+-- most 100 a call, so that a call stays short; every death and every reap
+-- calls it, which keeps up. It returns how many it deleted.
+local function trim_dead(now, maxn, maxage)
+  local gone = {}
+  if maxn > 0 then
+    local over = redis.call('ZCARD', D) - maxn
+    if over > 0 then
+      gone = redis.call('ZRANGE', D, 0, math.min(over, 100) - 1)
+    end
+  end
+  if maxage > 0 and #gone < 100 then
+    -- The first #gone members are those above: skip them.
+    local old = redis.call('ZRANGEBYSCORE', D, '-inf', '(' .. num(now - maxage), 'LIMIT', #gone, 100 - #gone)
+    for i = 1, #old do gone[#gone + 1] = old[i] end
+  end
+  if #gone == 0 then return 0 end
+  local ids = {}
+  for i = 1, #gone do ids[i] = string.sub(gone[i], 21) end
+  redis.call('ZREM', D, unpack(gone))
+  redis.call('HDEL', M, unpack(ids))
+  redis.call('HDEL', B, unpack(ids))
+  return #gone
 end
 
 -- notify publishes on the wake channel when the earliest pending message is
@@ -133,7 +166,7 @@ for i = 0, n - 1 do
     if m then
       if m.st == 'p' then
         redis.call('ZREM', P, m.pre .. id)
-      elseif m.st == 'f' then
+      elseif m.st == 'f' or m.st == 'a' then
         redis.call('ZREM', F, id)
       else
         redis.call('ZREM', D, m.pre .. id)
@@ -150,12 +183,14 @@ return n
 `)
 
 // claimScript leases up to ARGV[1] pending messages due by Redis's now
-// plus ARGV[4] microseconds, earliest first, each until ARGV[2]
+// plus ARGV[4] microseconds, earliest first (in state a if due after now,
+// f otherwise), each until ARGV[2]
 // microseconds after its due time or now, whichever is later, stopping
 // before the message whose payload would take the payloads leased over
 // ARGV[3] bytes (the first is always leased). It returns {now, now+lease,
 // next due, next deadline, {ID, payload, attempt, token, due score,
-// nanoseconds, ...}}; a missing next due or deadline is -1.
+// nanoseconds, ...}, pending messages left due by the horizon}; a missing
+// next due or deadline is -1.
 var claimScript = redis.NewScript(prelude + `
 local now = now_us()
 local limit = tonumber(ARGV[1])
@@ -193,7 +228,9 @@ if limit > 0 then
         zargs[#zargs + 1] = num(math.max(tonumber(due[2 * i]), now) + lease)
         zargs[#zargs + 1] = ids[i]
         hargs[#hargs + 1] = ids[i]
-        hargs[#hargs + 1] = mkmeta('f', '-', att, ts, m)
+        local st = 'f'
+        if tonumber(due[2 * i]) > now then st = 'a' end
+        hargs[#hargs + 1] = mkmeta(st, '-', att, ts, m)
         out[#out + 1] = ids[i]
         out[#out + 1] = bodies[i] or ''
         out[#out + 1] = att
@@ -208,7 +245,7 @@ if limit > 0 then
     end
   end
 end
-return {now, deadline, head(P), head(F), out}
+return {now, deadline, head(P), head(F), out, redis.call('ZCOUNT', P, '-inf', num(horizon))}
 `)
 
 // ackScript deletes the in-flight message ARGV[1] if ARGV[2] is its token.
@@ -216,7 +253,7 @@ return {now, deadline, head(P), head(F), out}
 var ackScript = redis.NewScript(prelude + `
 local id = ARGV[1]
 local m = meta(redis.call('HGET', M, id))
-if not m or m.st ~= 'f' or m.tok ~= ARGV[2] then return 0 end
+if not leased(m, ARGV[2]) then return 0 end
 redis.call('ZREM', F, id)
 redis.call('HDEL', M, id)
 redis.call('HDEL', B, id)
@@ -224,19 +261,22 @@ return 1
 `)
 
 // retryScript ends the lease ARGV[2] of the in-flight message ARGV[1]: it
-// dies if its attempt is ARGV[4] or more, and is otherwise pending again
+// dies if its attempt is ARGV[4] or more (and the dead letters are trimmed
+// to ARGV[5] messages and ARGV[6] microseconds of age, see trim_dead),
+// and is otherwise pending again
 // ARGV[3] microseconds from now. It returns 1 if the message died, 0 if it
 // is pending, -1 if the lease is lost.
 var retryScript = redis.NewScript(prelude + `
 local id = ARGV[1]
 local m = meta(redis.call('HGET', M, id))
-if not m or m.st ~= 'f' or m.tok ~= ARGV[2] then return -1 end
+if not leased(m, ARGV[2]) then return -1 end
 local now = now_us()
 redis.call('ZREM', F, id)
 local pre = prefix('1000', redis.call('INCR', S))
 if m.att >= tonumber(ARGV[4]) then
   redis.call('ZADD', D, num(now), pre .. id)
   redis.call('HSET', M, id, mkmeta('d', pre, m.att, 0, m))
+  trim_dead(now, tonumber(ARGV[5]), tonumber(ARGV[6]))
   return 1
 end
 local before = head(P)
@@ -251,13 +291,27 @@ return 0
 var extendScript = redis.NewScript(prelude + `
 local id = ARGV[1]
 local m = meta(redis.call('HGET', M, id))
-if not m or m.st ~= 'f' or m.tok ~= ARGV[2] then return 0 end
+if not leased(m, ARGV[2]) then return 0 end
 redis.call('ZADD', F, 'XX', num(now_us() + tonumber(ARGV[3])), id)
 return 1
 `)
 
-// cancelScript deletes the pending or dead message ARGV[1]. It returns 1
-// if it did, 0 if there was none, 2 if the message is in flight.
+// confirmScript hands out the lease ARGV[2] of ARGV[1], claimed ahead:
+// state a becomes f. It returns 1 if the lease is current (whether it was
+// confirmed already or not), 0 if it is lost.
+var confirmScript = redis.NewScript(prelude + `
+local id = ARGV[1]
+local m = meta(redis.call('HGET', M, id))
+if not leased(m, ARGV[2]) then return 0 end
+if m.st == 'a' then
+  redis.call('HSET', M, id, mkmeta('f', m.pre, m.att, m.tok, m))
+end
+return 1
+`)
+
+// cancelScript deletes the message ARGV[1] if it is pending, dead, or
+// claimed ahead and not confirmed. It returns 1 if it did, 0 if there was
+// none, 2 if the message is in flight and handed out.
 var cancelScript = redis.NewScript(prelude + `
 local id = ARGV[1]
 local m = meta(redis.call('HGET', M, id))
@@ -265,6 +319,8 @@ if not m then return 0 end
 if m.st == 'f' then return 2 end
 if m.st == 'p' then
   redis.call('ZREM', P, m.pre .. id)
+elseif m.st == 'a' then
+  redis.call('ZREM', F, id)
 else
   redis.call('ZREM', D, m.pre .. id)
 end
@@ -293,14 +349,15 @@ return 1
 
 // reapScript ends up to ARGV[1] leases whose deadline has passed, earliest
 // first: a message whose attempt is ARGV[2] or more dies, the others are
-// pending again after a back-off. ARGV[3] says where the back-offs come
-// from:
+// pending again after a back-off; then it trims the dead letters to
+// ARGV[4] messages and ARGV[5] microseconds of age (see trim_dead).
+// ARGV[3] says where the back-offs come from:
 //
 //   - "zero": there is none, the messages are due at once;
 //   - "ask": the script reaps nothing if a lease it would end needs a
 //     back-off, and returns the attempt of each such lease, in order,
 //     for the caller to compute their back-offs and call again with them;
-//   - "given": ARGV[4], ARGV[5], ... are pairs of an attempt and a
+//   - "given": ARGV[6], ARGV[7], ... are pairs of an attempt and a
 //     back-off in microseconds, each used once, by the leases of that
 //     attempt in order; the script stops at the first lease whose
 //     attempt has no back-off left (leases that expired since the "ask"
@@ -324,7 +381,7 @@ if limit > 0 then
     local ask = {}
     for i = 1, #ids do
       local m = meta(metas[i])
-      if m and m.st ~= 'f' then m = nil end
+      if m and m.st ~= 'f' and m.st ~= 'a' then m = nil end
       ms[i] = m
       if m and m.att < maxa then ask[#ask + 1] = m.att end
     end
@@ -333,7 +390,7 @@ if limit > 0 then
     end
     local backoffs, used = {}, {}
     if mode == 'given' then
-      for j = 4, #ARGV - 1, 2 do
+      for j = 6, #ARGV - 1, 2 do
         local q = backoffs[ARGV[j]]
         if not q then
           q = {}
@@ -398,6 +455,7 @@ if limit > 0 then
   end
 end
 notify(before, head(P))
+trim_dead(now, tonumber(ARGV[4]), tonumber(ARGV[5]))
 return {now, returned, died, head(P), head(F), {}}
 `)
 

@@ -156,7 +156,7 @@ func TestShardsWakeups(t *testing.T) {
 	srv := startRedis(t)
 	a := openStore(t, srv.client(t), "q", WithShards(4), WithSafetyPoll(0))
 	b := openStore(t, srv.client(t), "q", WithShards(4), WithSafetyPoll(0))
-	w := a.Wakeups()
+	w, _ := a.Wakeups()
 	require.True(t, woke(w, 5*time.Second))
 	for len(w) > 0 {
 		<-w
@@ -197,7 +197,7 @@ func TestCluster(t *testing.T) {
 	// channels, each on the node of its slot.
 	wa := openStore(t, c1, "w", WithShards(6), WithSafetyPoll(0))
 	wb := openStore(t, c2, "w", WithShards(6), WithSafetyPoll(0))
-	w := wa.Wakeups()
+	w, _ := wa.Wakeups()
 	require.True(t, woke(w, 5*time.Second))
 	var chans []string
 	for _, sh := range wa.shards {
@@ -370,7 +370,7 @@ func TestClusterWakeupsAfterSlotMigration(t *testing.T) {
 	var logs syncbuf.Buffer
 	a := openStore(t, cc, "q", WithSafetyPoll(0), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	b := openStore(t, newClient(), "q", WithSafetyPoll(0))
-	w := a.Wakeups()
+	w, _ := a.Wakeups()
 	require.True(t, woke(w, 5*time.Second))
 	now := redisNow(t, cc)
 	require.NoError(t, b.Enqueue(ctx, []durable.Message{msg("m1", now.Add(time.Hour))}))

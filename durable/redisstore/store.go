@@ -45,6 +45,10 @@ var (
 	// ErrShardCount is returned by New when the queue was created with
 	// another shard count (WithShards).
 	ErrShardCount = errors.New("redisstore: the queue has another shard count")
+	// ErrStartTimeout is returned by New when Redis does not answer its
+	// checks within the start timeout (WithStartTimeout). It wraps
+	// context.DeadlineExceeded.
+	ErrStartTimeout = fmt.Errorf("redisstore: start timeout: %w", context.DeadlineExceeded)
 	// ErrQueueName is returned by New for an empty queue name, or one
 	// with a brace, which would change the hash tag of its keys.
 	ErrQueueName = errors.New("redisstore: invalid queue name")
@@ -72,8 +76,9 @@ var (
 // New returns the store of the queue named queue on client, which may be a
 // single node, Sentinel or Cluster client; the store does not close it.
 // New checks that Redis does not evict keys (ErrUnsafeEviction) and that
-// the queue's shard count is the one given (ErrShardCount), within the
-// start timeout (WithStartTimeout).
+// the queue's shard count is the one given (ErrShardCount). It returns
+// within the start timeout (WithStartTimeout), with ErrStartTimeout if
+// Redis has not answered by then, whatever the client's own timeouts.
 func New(client redis.UniversalClient, queue string, opts ...Option) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("redisstore: nil client")
@@ -93,18 +98,43 @@ func New(client redis.UniversalClient, queue string, opts ...Option) (*Store, er
 	s.shards = newShards(queue, o.shards)
 	s.wake.init(s)
 
-	ctx, cancel := context.WithTimeout(context.Background(), o.startTimeout)
-	defer cancel()
-	if err := client.Ping(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("redisstore: %w", err)
-	}
-	if err := s.checkEviction(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.checkLayout(ctx); err != nil {
+	if err := s.startChecks(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// startChecks makes New's checks within the start timeout. A client does
+// not always end a command at its context's deadline (go-redis applies it
+// to reads and writes, but not to every step of making a connection, and
+// retries), so the checks run in a goroutine that New stops waiting for
+// at the timeout; it ends when the client gives up.
+func (s *Store) startChecks() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.startTimeout)
+	done := make(chan error, 1)
+	go func() {
+		defer cancel()
+		done <- s.check(ctx)
+	}()
+	t := time.NewTimer(s.opts.startTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		cancel()
+		return fmt.Errorf("%w: Redis did not answer the checks of New within %v", ErrStartTimeout, s.opts.startTimeout)
+	}
+}
+
+func (s *Store) check(ctx context.Context) error {
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	if err := s.checkEviction(ctx); err != nil {
+		return err
+	}
+	return s.checkLayout(ctx)
 }
 
 // Queue returns the name of the store's queue.
@@ -125,7 +155,15 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, sh int, args ...any) 
 	if s.closed.Load() {
 		return nil, durable.ErrClosed
 	}
-	return sc.Run(ctx, s.client, s.shards[sh].keys, args...).Result()
+	if s.opts.replicas == 0 || readOnly(sc) {
+		return sc.Run(ctx, s.client, s.shards[sh].keys, args...).Result()
+	}
+	var r any
+	err := s.onReplicas(ctx, sh, func(c redis.Cmdable) (err error) {
+		r, err = sc.Run(ctx, c, s.shards[sh].keys, args...).Result()
+		return err
+	})
+	return r, err
 }
 
 // Enqueue implements durable.Store. It validates every message before
@@ -237,18 +275,24 @@ func (s *Store) enqueueTx(ctx context.Context, calls [][]*enqueueCall, only int)
 	if s.closed.Load() {
 		return durable.ErrClosed
 	}
-	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for sh, cs := range calls {
-			if only >= 0 && sh != only {
-				continue
+	tx := func(c redis.Cmdable) error {
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for sh, cs := range calls {
+				if only >= 0 && sh != only {
+					continue
+				}
+				for _, c := range cs {
+					enqueueScript.Eval(ctx, p, s.shards[sh].keys, c.args...)
+				}
 			}
-			for _, c := range cs {
-				enqueueScript.Eval(ctx, p, s.shards[sh].keys, c.args...)
-			}
-		}
-		return nil
-	})
-	return err
+			return nil
+		})
+		return err
+	}
+	if s.opts.replicas == 0 {
+		return tx(s.client)
+	}
+	return s.onReplicas(ctx, max(only, 0), tx)
 }
 
 // parallel calls fn for every shard, at once if there are several, and
@@ -281,6 +325,19 @@ func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
 	return false, nil
 }
 
+// Confirm implements durable.Store: one script call, which fails if an
+// Enqueue or Cancel of any process took the message back first.
+func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
+	r, err := s.run(ctx, confirmScript, shardOf(id, len(s.shards)), id, tokenString(token))
+	if err != nil {
+		return wrap("confirm", err)
+	}
+	if r != int64(1) {
+		return durable.ErrLeaseLost
+	}
+	return nil
+}
+
 // Ack implements durable.Store.
 func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
 	r, err := s.run(ctx, ackScript, shardOf(id, len(s.shards)), id, tokenString(token))
@@ -297,7 +354,7 @@ func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
 // microsecond.
 func (s *Store) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int) (bool, error) {
 	r, err := s.run(ctx, retryScript, shardOf(id, len(s.shards)),
-		id, tokenString(token), micros(after), maxAttempts)
+		id, tokenString(token), micros(after), maxAttempts, s.deadMax(), micros(s.opts.deadAge))
 	if err != nil {
 		return false, wrap("retry", err)
 	}
@@ -445,6 +502,12 @@ func (s *Store) DeadLetters(ctx context.Context, limit int) ([]durable.Message, 
 		lists[best] = lists[best][1:]
 	}
 	return out, nil
+}
+
+// deadMax is the most dead letters a shard keeps (0: no limit).
+func (s *Store) deadMax() int {
+	n := len(s.shards)
+	return (s.opts.deadCount + n - 1) / n
 }
 
 // wrap adds the operation to an error from Redis; the durable package's

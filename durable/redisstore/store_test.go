@@ -645,7 +645,7 @@ func TestLargeBatch(t *testing.T) {
 
 func TestClosed(t *testing.T) {
 	s, _, _ := newTestStore(t)
-	_ = s.Wakeups()
+	_, _ = s.Wakeups()
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close())
 	assert.ErrorIs(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}), durable.ErrClosed)
@@ -664,8 +664,10 @@ func TestClosed(t *testing.T) {
 	assert.ErrorIs(t, s.Requeue(ctx, "a", time.Time{}), durable.ErrClosed)
 	_, err = s.Stats(ctx)
 	assert.ErrorIs(t, err, durable.ErrClosed)
+	closedWakeups, stop := s.Wakeups()
+	defer stop()
 	select {
-	case <-s.Wakeups():
+	case <-closedWakeups:
 		t.Fatal("a closed store woke")
 	case <-time.After(20 * time.Millisecond):
 	}

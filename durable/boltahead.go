@@ -1,0 +1,96 @@
+package durable
+
+import (
+	"context"
+	"sync"
+)
+
+// aheadLeases tracks the leases a BoltStore gave out ahead of their due
+// time and that their holders have not confirmed yet. It is in memory
+// only: the file is held by one process, so every holder, and every
+// Enqueue or Cancel that may take a message back, is in this process.
+// A Confirm is thus a map lookup, not a write, and adds no fsync to the
+// delivery. After a restart the file's in-flight messages count as
+// handed out: their holders are gone with the old process, and their
+// leases expire as usual.
+//
+// The decisions of Confirm and of the write transactions (Cancel,
+// Enqueue) are taken under mu, so exactly one of them wins. A
+// transaction marks the entry taken rather than deleting it, so that it
+// decides the same if it runs again (see runBatch); the holder's Confirm
+// deletes the entry. If the transaction then fails to commit, the
+// message stays in flight with no holder able to confirm it: it comes
+// back when its lease expires, late but not lost.
+type aheadLeases struct {
+	mu      sync.Mutex
+	entries map[string]aheadEntry
+}
+
+type aheadEntry struct {
+	token uint64
+	taken bool // replaced, cancelled or ended by a write: Confirm fails
+}
+
+// add records the lease token on id, claimed ahead.
+func (a *aheadLeases) add(id string, token uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.entries == nil {
+		a.entries = make(map[string]aheadEntry)
+	}
+	a.entries[id] = aheadEntry{token: token}
+}
+
+// take marks the unconfirmed lease token on id taken back, and reports
+// whether there was one (token 0: whatever its token).
+func (a *aheadLeases) take(id string, token uint64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.entries[id]
+	if !ok || (token != 0 && e.token != token) {
+		return false
+	}
+	e.taken = true
+	a.entries[id] = e
+	return true
+}
+
+// forget drops the entry of id, whose lease a write ended (Ack, Retry,
+// Reap).
+func (a *aheadLeases) forget(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.entries, id)
+}
+
+// confirm decides for the holder of token on id: found is false if the
+// lease was not claimed ahead or was confirmed already, and otherwise ok
+// says whether it may be handed out. The entry is gone after it.
+func (a *aheadLeases) confirm(id string, token uint64) (found, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, found := a.entries[id]
+	if !found || e.token != token {
+		return false, false
+	}
+	delete(a.entries, id)
+	return true, !e.taken
+}
+
+// Confirm implements Store. A lease claimed ahead is confirmed in memory
+// (see aheadLeases); any other is checked with a read transaction.
+func (s *BoltStore) Confirm(ctx context.Context, id string, token uint64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if found, ok := s.ahead.confirm(id, token); found {
+		if !ok {
+			return ErrLeaseLost
+		}
+		return nil
+	}
+	return s.viewTxn(func(t *txn) error {
+		_, err := t.leased(id, token)
+		return err
+	})
+}

@@ -1,0 +1,52 @@
+package durable
+
+import (
+	"bytes"
+	"time"
+)
+
+// Default dead-letter retention of the embedded store (see
+// WithDeadLetterRetention).
+const (
+	DefaultDeadLetterCount = 10_000
+	DefaultDeadLetterAge   = 7 * 24 * time.Hour
+)
+
+// maxTrim bounds the dead letters one transaction deletes, so that it
+// stays short; every death and every reap trims, which keeps up.
+const maxTrim = 100
+
+// trimDead deletes the oldest dead letters beyond maxCount (0: no limit)
+// and those that died before now-maxAge (0: no limit), up to maxTrim. It
+// reports whether it deleted any.
+func (t *txn) trimDead(now int64, maxCount int, maxAge time.Duration) (bool, error) {
+	over := 0
+	if maxCount > 0 {
+		over = t.counter(stateDead) - maxCount
+	}
+	cutoff := int64(-1 << 63)
+	if maxAge > 0 {
+		cutoff = addDuration(now, -maxAge)
+	}
+	var keys, ids [][]byte
+	c := t.dead.Cursor()
+	for k, v := c.First(); k != nil && len(keys) < maxTrim; k, v = c.Next() {
+		if len(keys) >= over && (len(k) != len(indexKey{}) || indexKey(k).at() >= cutoff) {
+			break
+		}
+		keys = append(keys, bytes.Clone(k))
+		ids = append(ids, bytes.Clone(v))
+	}
+	for i, k := range keys {
+		if err := t.dead.Delete(k); err != nil {
+			return false, err
+		}
+		if err := t.msgs.Delete(ids[i]); err != nil {
+			return false, err
+		}
+	}
+	if len(keys) == 0 {
+		return false, nil
+	}
+	return true, t.count(stateDead, -int64(len(keys)))
+}

@@ -1,0 +1,105 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/storetest"
+)
+
+func deadIDs(t *testing.T, s *Store) []string {
+	t.Helper()
+	dead, err := s.DeadLetters(ctx, 100)
+	require.NoError(t, err)
+	var ids []string
+	for _, m := range dead {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// hashLen is the number of fields of the queue's hash key (meta, payload).
+func hashLen(t *testing.T, c redis.UniversalClient, s *Store, key int) int64 {
+	t.Helper()
+	n, err := c.HLen(context.Background(), s.shards[0].keys[key]).Result()
+	require.NoError(t, err)
+	return n
+}
+
+func TestDeadLetterRetentionByCount(t *testing.T) {
+	s, c, _ := newTestStore(t, WithDeadLetterRetention(3, 0))
+	storetest.Kill(t, s, "d1", "d2", "d3", "d4", "d5")
+	assert.Equal(t, []string{"d3", "d4", "d5"}, deadIDs(t, s), "the oldest go first")
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 3, st.Dead)
+	assert.Equal(t, int64(3), hashLen(t, c, s, keyMeta), "nothing left of the deleted ones")
+	assert.Equal(t, int64(3), hashLen(t, c, s, keyPayload))
+}
+
+func TestDeadLetterRetentionByAge(t *testing.T) {
+	s, c, _ := newTestStore(t, WithDeadLetterRetention(0, 200*time.Millisecond))
+	storetest.Kill(t, s, "old1", "old2")
+	past := redisNow(t, c).Add(250 * time.Millisecond)
+	for redisNow(t, c).Before(past) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, err := s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 1})
+	require.NoError(t, err)
+	assert.Empty(t, deadIDs(t, s), "a reap trims the dead letters past the age")
+	storetest.Kill(t, s, "new")
+	assert.Equal(t, []string{"new"}, deadIDs(t, s))
+	assert.Equal(t, int64(1), hashLen(t, c, s, keyMeta))
+}
+
+func TestDeadLetterRetentionBoundsABurst(t *testing.T) {
+	s, _, _ := newTestStore(t, WithDeadLetterRetention(10, 0))
+	var ids []string
+	for i := range 300 {
+		ids = append(ids, fmt.Sprintf("m%03d", i))
+	}
+	require.NoError(t, s.Enqueue(ctx, msgsOf(ids)))
+	c, err := s.Claim(ctx, 300, time.Millisecond, 0)
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 300)
+	time.Sleep(5 * time.Millisecond) // past the leases' deadline
+	for {
+		r, err := s.Reap(ctx, MaxReap, durable.RetryPolicy{MaxAttempts: 1})
+		require.NoError(t, err)
+		if r.Dead == 0 {
+			break
+		}
+	}
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, st.Dead, 10+100, "each reap trims up to 100")
+	_, err = s.Reap(ctx, MaxReap, durable.RetryPolicy{MaxAttempts: 1})
+	require.NoError(t, err)
+	st, err = s.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 10, st.Dead)
+	assert.Equal(t, ids[290:], deadIDs(t, s))
+}
+
+func TestDeadLetterRetentionDefaults(t *testing.T) {
+	s, _, _ := newTestStore(t)
+	assert.Equal(t, DefaultDeadLetterCount, s.opts.deadCount)
+	assert.Equal(t, DefaultDeadLetterAge, s.opts.deadAge)
+	_, err := New(s.client, "q", WithDeadLetterRetention(-1, 0))
+	require.Error(t, err)
+}
+
+func msgsOf(ids []string) []durable.Message {
+	ms := make([]durable.Message, len(ids))
+	for i, id := range ids {
+		ms[i] = durable.Message{ID: id}
+	}
+	return ms
+}

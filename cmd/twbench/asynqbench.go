@@ -95,17 +95,14 @@ func (b *asynqBench) enqueue(ctx context.Context, queue string, producers, n, pa
 // are all scheduled.
 func (b *asynqBench) enqueueRate(ctx context.Context, producers, n, payload int) (rate float64, commands int64, err error) {
 	queue := b.queue("enqueue")
-	meter := newRedisMeter(b.client)
-	if err := meter.start(ctx); err != nil {
-		return 0, 0, err
-	}
-	took, err := b.enqueue(ctx, queue, producers, n, payload, func(int) []asynq.Option {
-		return []asynq.Option{asynq.ProcessIn(time.Hour)}
-	}, nil)
+	var took time.Duration
+	err = metered(ctx, newRedisMeter(b.client), &commands, func() (err error) {
+		took, err = b.enqueue(ctx, queue, producers, n, payload, func(int) []asynq.Option {
+			return []asynq.Option{asynq.ProcessIn(time.Hour)}
+		}, nil)
+		return err
+	})
 	if err != nil {
-		return 0, 0, err
-	}
-	if commands, err = meter.stop(ctx, 0); err != nil {
 		return 0, 0, err
 	}
 	info, err := asynq.NewInspectorFromRedisClient(b.client).GetQueueInfo(queue)

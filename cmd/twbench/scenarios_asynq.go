@@ -21,7 +21,7 @@ func init() {
 			"in the runtime column, 100-byte payloads, K=-pending/50 messages (100 to 20k): enqueues/s from 8 producers, due in an hour; " +
 			"receive+acks/s with 8 workers (durable's Run, asynq's Server), due already; Redis commands per message of both " +
 			"(INFO commandstats, script calls included); lateness p50/p99 and early deliveries with 8 consumers, min(K, 2000) messages over min(2s, -window), " +
-			"against asynq with its default polls and with 100ms polls; every key it makes is deleted afterwards",
+			"against asynq with its default polls (DelayedTaskCheckInterval 5s, TaskCheckInterval 1s) and with both at 100ms; every key it makes is deleted afterwards",
 		timers: func(*options) int { return 0 }, // the messages are in Redis
 		run:    runAsynq,
 	})

@@ -181,3 +181,17 @@ func TestRatioOfNegatives(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, 0.5, q)
 }
+
+// TestCheckStoreForAsynq checks that the asynq scenario, like durable,
+// has its Redis checked before anything runs.
+func TestCheckStoreForAsynq(t *testing.T) {
+	o, err := parseArgs([]string{"asynq", "-store", "redis://" + silentServer(t)})
+	require.NoError(t, err)
+	err = checkStore(o)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no answer to PING within 1.5s")
+
+	o, err = parseArgs([]string{"asynq", "-store", "redis://" + startRedis(t)})
+	require.NoError(t, err)
+	assert.NoError(t, checkStore(o))
+}

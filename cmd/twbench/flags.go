@@ -213,7 +213,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.quick, "quick", false, "run at reduced size: "+quickSummary()+" (flags given explicitly win)")
 	fs.Var((*countList)(&o.ns), "n", "startstop: comma-separated `counts` of pending timers (forms like 1M,500k,2000)")
 	fs.Var((*countValue)(&o.ops), "ops", "startstop: `count` of AfterFunc+Stop pairs timed per engine and N")
-	fs.Var((*countValue)(&o.pending), "pending", "memory, idle, parallel, queue: `count` of timers pending, due in 1-2h; durable: messages pending for reopen and memory, due in a day (and -pending/200 sizes its other figures)")
+	fs.Var((*countValue)(&o.pending), "pending", "memory, idle, parallel, queue: `count` of timers pending, due in 1-2h; durable: messages pending for reopen and memory, due in a day (and -pending/200 sizes its other figures); asynq: -pending/50 messages per figure")
 	fs.Var((*countValue)(&o.fireN), "fire-n", "fire: `count` of timers that fire")
 	fs.DurationVar(&o.window, "window", o.window, "fire: the timers' deadlines spread over this window (queue: at most 1s, durable: at most 2s)")
 	fs.DurationVar(&o.idleFor, "idle-for", o.idleFor, "idle: how long to measure the process's CPU")
@@ -222,7 +222,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.tick, "tick", o.tick, "the wheel's tick (WithTick)")
 	fs.IntVar(&o.wheelSize, "wheel-size", o.wheelSize, "the wheel's buckets per level (WithWheelSize)")
 	fs.StringVar(&o.executor, "executor", o.executor, "the wheel's executor: goroutine (one per task, the default) or inline; fire always measures both")
-	fs.StringVar(&o.store, "store", o.store, "durable: where the durable queue's messages are kept: bolt (a file in a temp dir) or a redis:// URL")
+	fs.StringVar(&o.store, "store", o.store, "durable: where the durable queue's messages are kept: bolt (a file in a temp dir) or a redis:// URL; asynq: the Redis both queues use (redis:// only)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `file` (- for stdout, which then carries only the JSON; the table goes to stderr)")
 	fs.StringVar(&o.plotPath, "plot", "", "draw fire's lateness CDF and startstop's ns/op against N side by side into `file` (.png or .svg); needs fire or startstop")
 	return fs
@@ -288,7 +288,8 @@ func parseArgs(args []string) (*options, error) {
 }
 
 // resolveScenarios sets o.scenarios from the names given, expanding "all"
-// and dropping repeats. No name means all. They run in the registry's
+// and dropping repeats. No name means all; all leaves out the scenarios
+// that need a Redis when -store names none. They run in the registry's
 // order, whatever order they are named in, so that a scenario always
 // finds the process in the same state (see the memory scenario).
 func (o *options) resolveScenarios(names []string) error {
@@ -305,7 +306,9 @@ func (o *options) resolveScenarios(names []string) error {
 	for _, name := range names {
 		if name == "all" {
 			for _, s := range registry {
-				add(s)
+				if !s.needsRedis || isRedisURL(o.store) {
+					add(s)
+				}
 			}
 			continue
 		}
@@ -337,6 +340,9 @@ func (o *options) validate() error {
 	}
 	if err := o.validateStore(); err != nil {
 		return err
+	}
+	if !isRedisURL(o.store) && slices.ContainsFunc(o.scenarios, func(s scenario) bool { return s.needsRedis }) {
+		return usagef("%s", asynqNeedsRedis)
 	}
 	if _, err := timingwheel.New(o.wheelOptions()...); err != nil {
 		return usagef("bad wheel configuration: %v", err)
@@ -379,14 +385,15 @@ func printUsage(w io.Writer) {
 twbench measures the timing wheel (ours) and Go's runtime timers
 (time.AfterFunc) side by side in one process, and prints a table with the
 ratio ours/runtime beside every figure. Figures with nothing to compare
-with (those of durable) show - for runtime and ratio.
+with (those of durable) show - for runtime and ratio; asynq's runtime
+column is hibiken/asynq.
 
 Scenarios, run in this order (default all; flags and names may be mixed):
 `)
 	for _, s := range registry {
 		fmt.Fprintf(w, "  %-10s %s\n", s.name, s.help)
 	}
-	fmt.Fprintf(w, "  %-10s %s\n", "all", "every scenario above, in this order")
+	fmt.Fprintf(w, "  %-10s %s\n", "all", "every scenario above, in this order (asynq only with -store redis://...)")
 	fmt.Fprintf(w, "\nFlags:\n")
 	fs := newFlagSet(defaultOptions())
 	fs.SetOutput(w)
@@ -413,5 +420,6 @@ Examples:
   twbench fire -fire-n 2M -window 4s -plot late.png -json results.json
   twbench durable -pending 100k
   twbench durable -store redis://localhost:6379/0
+  twbench asynq -store redis://localhost:6379/0
 `, memPerTimer, storeCheckTimeout)
 }

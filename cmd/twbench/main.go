@@ -2,7 +2,10 @@
 // Go's runtime timers (time.AfterFunc), side by side in one process, and
 // prints a table with the ratio ours/runtime beside every figure. Its
 // durable scenario measures package durable's queue, on a bbolt file, on
-// its own (no runtime column).
+// its own (no runtime column); its asynq scenario measures it on Redis
+// against hibiken/asynq on the same server (asynq in the runtime column):
+//
+//	go run ./cmd/twbench asynq -store redis://localhost:6379/0
 //
 // Run it with -quick for a run of every scenario at reduced size (under a
 // minute on two cores):

@@ -28,7 +28,8 @@ type wheelConfig struct {
 }
 
 // jsonRow is one row of the table. Runtime and Ratio are null for figures
-// only the wheel has (and Ratio when the runtime's figure is zero).
+// only the wheel has (and Ratio when the runtime's figure is zero, or
+// either is negative).
 type jsonRow struct {
 	Scenario string   `json:"scenario"`
 	Figure   string   `json:"figure"`

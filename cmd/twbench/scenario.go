@@ -21,6 +21,9 @@ type scenario struct {
 	name string
 	// order places the scenario in "all" and in -help: lower runs first.
 	order int
+	// needsRedis marks a scenario that runs only with a redis:// -store:
+	// "all" leaves it out otherwise, and naming it is an error.
+	needsRedis bool
 	// help is a one-line description for the usage message.
 	help string
 	// timers returns the most timers one engine holds at once with these
@@ -76,10 +79,11 @@ type row struct {
 	Unit     string
 }
 
-// ratio returns ours/runtime, or false when there is no runtime figure or
-// it is zero.
+// ratio returns ours/runtime, or false when there is no runtime figure,
+// it is zero, or either is negative (a lateness of a message delivered
+// early), where a ratio means nothing.
 func (r row) ratio() (float64, bool) {
-	if r.Runtime == nil || *r.Runtime == 0 {
+	if r.Runtime == nil || *r.Runtime == 0 || *r.Runtime < 0 || r.Ours < 0 {
 		return 0, false
 	}
 	return r.Ours / *r.Runtime, true

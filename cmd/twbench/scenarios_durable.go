@@ -248,7 +248,7 @@ func runDurable(e *env) (rows []row, err error) {
 		if err != nil {
 			return nil, err
 		}
-		rate, err := durableEnqueue(o, dir, p, k)
+		rate, _, err := durableEnqueue(o, dir, p, k, nil)
 		if err != nil {
 			return nil, fmt.Errorf("enqueue, %d producers: %w", p, err)
 		}
@@ -259,7 +259,7 @@ func runDurable(e *env) (rows []row, err error) {
 	if err != nil {
 		return nil, err
 	}
-	rate, err := durableReceiveAck(o, dir, k)
+	rate, _, err := durableReceiveAck(o, dir, k, receiveAckRate, nil)
 	if err != nil {
 		return nil, fmt.Errorf("receive+ack: %w", err)
 	}
@@ -329,44 +329,87 @@ func plural(n int, noun string) string {
 
 // durableEnqueue returns the enqueues per second of producers goroutines
 // enqueueing k messages due in an hour between them to a new queue in
-// dir, and checks that they are all there.
-func durableEnqueue(o *options, dir string, producers, k int) (rate float64, err error) {
+// dir, and checks that they are all there. With a meter, it also returns
+// the Redis commands the enqueues took (opening the queue left out).
+func durableEnqueue(o *options, dir string, producers, k int, meter *redisMeter) (rate float64, commands int64, err error) {
 	q, closeAll, err := openDurable(o, dir)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer func() { err = errors.Join(err, closeAll()) }()
 	ctx := context.Background()
-	if rate, err = durablebench.EnqueueRate(ctx, q, "m", producers, k, durablePayload); err != nil {
-		return 0, err
+	err = metered(ctx, meter, &commands, func() (err error) {
+		rate, err = durablebench.EnqueueRate(ctx, q, "m", producers, k, durablePayload)
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
 	}
 	if st, err := q.Stats(ctx); err != nil || st.Pending != k {
-		return 0, fmt.Errorf("stats after %d enqueues: %+v, %v", k, st, err)
+		return 0, 0, fmt.Errorf("stats after %d enqueues: %+v, %v", k, st, err)
 	}
-	return rate, nil
+	return rate, commands, nil
+}
+
+// A durableRate has the messages of q, all due, received and acked, and
+// returns how many a second: durablebench.ReceiveAckRate with
+// durableConsumers goroutines, or RunRate with as many workers.
+type durableRate func(ctx context.Context, q *durable.Queue, k int) (float64, error)
+
+// receiveAckRate is durablebench.ReceiveAckRate with durableConsumers
+// goroutines.
+func receiveAckRate(ctx context.Context, q *durable.Queue, k int) (float64, error) {
+	return durablebench.ReceiveAckRate(ctx, q, durableConsumers, k)
+}
+
+// runRate is durablebench.RunRate with durableConsumers workers.
+func runRate(ctx context.Context, q *durable.Queue, k int) (float64, error) {
+	return durablebench.RunRate(ctx, q, durableConsumers, k)
 }
 
 // durableReceiveAck preloads a new queue in dir with k messages due now,
-// and returns the receive+acks per second of durableConsumers goroutines
-// taking them all.
-func durableReceiveAck(o *options, dir string, k int) (rate float64, err error) {
+// and returns the receive+acks per second of rate taking them all. With a
+// meter, it also returns the Redis commands that took (the preload left
+// out).
+func durableReceiveAck(o *options, dir string, k int, rate durableRate, meter *redisMeter) (perSec float64, commands int64, err error) {
 	q, closeAll, err := openDurable(o, dir)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer func() { err = errors.Join(err, closeAll()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), durableGiveUp)
 	defer cancel()
 	if err := durablebench.Preload(ctx, q, "m", k, durablePayload, func(int) time.Time { return time.Time{} }); err != nil {
-		return 0, fmt.Errorf("preload: %w", err)
+		return 0, 0, fmt.Errorf("preload: %w", err)
 	}
-	if rate, err = durablebench.ReceiveAckRate(ctx, q, durableConsumers, k); err != nil {
-		return 0, giveUpError(ctx, err)
+	err = metered(ctx, meter, &commands, func() (err error) {
+		perSec, err = rate(ctx, q, k)
+		return err
+	})
+	if err != nil {
+		return 0, 0, giveUpError(ctx, err)
 	}
 	if st, err := q.Stats(ctx); err != nil || st.Pending+st.InFlight+st.Dead != 0 {
-		return 0, fmt.Errorf("stats after all %d were acked: %+v, %v", k, st, err)
+		return 0, 0, fmt.Errorf("stats after all %d were acked: %+v, %v", k, st, err)
 	}
-	return rate, nil
+	return perSec, commands, nil
+}
+
+// metered runs f; with a meter, it stores in commands the Redis commands
+// executed meanwhile.
+func metered(ctx context.Context, meter *redisMeter, commands *int64, f func() error) error {
+	if meter == nil {
+		return f()
+	}
+	if err := meter.start(ctx); err != nil {
+		return err
+	}
+	if err := f(); err != nil {
+		return err
+	}
+	n, err := meter.stop(ctx, 0)
+	*commands = n
+	return err
 }
 
 // durableLateness returns how late, after their due time, k messages due

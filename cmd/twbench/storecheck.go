@@ -21,11 +21,11 @@ const storeCheckTimeout = 1500 * time.Millisecond
 func silenceRedisLog() { redis.SetLogger(&logging.VoidLogger{}) }
 
 // checkStore makes sure, before anything runs, that the Redis of -store
-// answers, when the durable scenario is to run on one: a single PING on
+// answers, when the durable or asynq scenario is to run on one: a single PING on
 // a single connection, dialled once, with no retry, all within
 // storeCheckTimeout.
 func checkStore(o *options) error {
-	if !isRedisURL(o.store) || !o.has("durable") {
+	if !isRedisURL(o.store) || (!o.has("durable") && !o.has("asynq")) {
 		return nil
 	}
 	ro, err := redis.ParseURL(o.store)

@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -50,7 +51,20 @@ func (q *Queue) delivery(storeNow time.Time, l Lease) *Delivery {
 // ErrLeaseLost unless it reaches the store before any queue on it has
 // reaped the lease; use Extend for a task that may run longer.
 func (d *Delivery) Ack(ctx context.Context) error {
-	return d.q.call(func() error { return d.q.store.Ack(ctx, d.ID, d.token) })
+	err := d.q.call(func() error { return d.q.store.Ack(ctx, d.ID, d.token) })
+	d.observeResult(EventAcked, err)
+	return err
+}
+
+// observeResult reports to the queue's observer an operation on d that
+// succeeded as kind, or found its lease lost.
+func (d *Delivery) observeResult(kind EventKind, err error) {
+	switch {
+	case err == nil:
+		d.q.observe(Event{Kind: kind, ID: d.ID, Attempt: d.Attempt})
+	case errors.Is(err, ErrLeaseLost):
+		d.q.observe(Event{Kind: EventLeaseLost, ID: d.ID, Attempt: d.Attempt})
+	}
 }
 
 // Retry reports that this attempt failed. The message is delivered again
@@ -69,12 +83,15 @@ func (d *Delivery) Retry(ctx context.Context, after time.Duration) error {
 		return err
 	})
 	if err != nil {
+		d.observeResult(EventRetried, err)
 		return err
 	}
 	if dead {
+		d.observeResult(EventDead, nil)
 		q.log.Info("durable: message died after its last attempt", "id", d.ID, "attempts", d.Attempt)
 		return nil
 	}
+	d.observeResult(EventRetried, nil)
 	q.wakeAt(q.clock.Now().Add(after))
 	return nil
 }
@@ -97,6 +114,9 @@ func (d *Delivery) Extend(ctx context.Context, by time.Duration) error {
 func (d *Delivery) extend(ctx context.Context, by time.Duration) (time.Time, error) {
 	q := d.q
 	if err := q.call(func() error { return q.store.Extend(ctx, d.ID, d.token, by) }); err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			d.observeResult(EventLeaseLost, err)
+		}
 		return time.Time{}, err
 	}
 	now := q.clock.Now()

@@ -167,6 +167,7 @@ func (q *Queue) Enqueue(ctx context.Context, m Message) error {
 	// Confirm would fail. One that claimed since holds the new version.
 	q.revokeIfHeld(m.ID, held)
 	q.wakeAt(m.Due)
+	q.observe(Event{Kind: EventEnqueued, ID: m.ID})
 	return nil
 }
 
@@ -232,6 +233,9 @@ func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 				d, err := q.handOut(q.delivery(c.Now, c.Leases[0]))
 				if errors.Is(err, errRevoked) {
 					continue
+				}
+				if err == nil {
+					q.observe(Event{Kind: EventDelivered, ID: d.ID, Attempt: d.Attempt, Lateness: q.clock.Since(d.Due)})
 				}
 				return d, err
 			}
@@ -606,8 +610,12 @@ func (q *Queue) reapExpired(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if r.Returned > 0 {
+			q.observe(Event{Kind: EventRetried, N: r.Returned})
+		}
 		if r.Dead > 0 {
 			q.log.Info("durable: messages died after their last lease expired", "count", r.Dead)
+			q.observe(Event{Kind: EventDead, N: r.Dead})
 		}
 		q.schedule(r.Now, r.NextDue, r.NextDeadline, 0)
 		if r.Returned+r.Dead < reapBatch {

@@ -116,3 +116,16 @@ func TestFileHeldByAnotherQueue(t *testing.T) {
 		require.Less(t, time.Since(start), 10*time.Second, "bounded by -timeout")
 	}
 }
+
+// TestSnapshotIsRemoved: a read-only command's private copy of the file
+// is gone when it ends, whether it succeeded or not.
+func TestSnapshotIsRemoved(t *testing.T) {
+	b := newFileBackend(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	twq(t, b.queue, "stats").ok(t)
+	twq(t, b.queue, "dead", "-json").ok(t)
+	entries, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, entries)
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
@@ -184,4 +185,25 @@ func newRedisBackendEvicting(t *testing.T) *backend {
 	defer c.Close()
 	require.NoError(t, c.ConfigSet(t.Context(), "maxmemory-policy", "allkeys-lru").Err())
 	return b
+}
+
+// TestRedisShardedQueue: twq reads a queue's shard count from Redis, so
+// it opens a queue of several shards without being told.
+func TestRedisShardedQueue(t *testing.T) {
+	addr := startRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	s, err := redisstore.New(c, "sharded", redisstore.WithShards(4))
+	require.NoError(t, err)
+	soon := seed(t, s)
+	require.NoError(t, s.Close())
+	url := "redis://" + addr + "/0?queue=sharded"
+
+	var st statsJSON
+	twq(t, "-json", url, "stats").ok(t).decode(t, &st)
+	assert.Equal(t, statsJSON{Pending: 2, InFlight: 1, Dead: 1, NextDue: soon.UTC()}, st)
+	twq(t, url, "cancel", "p2").ok(t)
+	twq(t, url, "requeue", "d1", "-in", "2h").ok(t)
+	twq(t, "-json", url, "stats").ok(t).decode(t, &st)
+	assert.Equal(t, statsJSON{Pending: 2, InFlight: 1, Dead: 0, NextDue: soon.UTC()}, st)
 }

@@ -85,11 +85,11 @@ func TestFileErrors(t *testing.T) {
 	_, err := os.Stat(missing)
 	require.ErrorIs(t, err, os.ErrNotExist, "no command created the file")
 
-	twq(t, dir, "stats").failed(t, exitError, dir+" is a directory")
+	twq(t, dir, "stats").failed(t, exitError, dir+" is a directory, not a queue file")
 
 	empty := filepath.Join(dir, "empty.db")
 	require.NoError(t, os.WriteFile(empty, nil, 0o600))
-	twq(t, empty, "enqueue", "x").failed(t, exitError, "not a queue file", "is empty")
+	twq(t, empty, "enqueue", "x").failed(t, exitError, empty+" is empty, not a queue file")
 	fi, err := os.Stat(empty)
 	require.NoError(t, err)
 	require.Zero(t, fi.Size(), "enqueue did not make the empty file a queue")
@@ -97,8 +97,8 @@ func TestFileErrors(t *testing.T) {
 	text := filepath.Join(dir, "notes.txt")
 	require.NoError(t, os.WriteFile(text, []byte("not a queue, just some text that is long enough\n"), 0o600))
 	before := fileState(t, text)
-	twq(t, text, "stats").failed(t, exitError, "not a queue file", text)
-	twq(t, text, "cancel", "x").failed(t, exitError, "not a queue file", text)
+	twq(t, text, "stats").failed(t, exitError, text+" is not a queue file, or a damaged one")
+	twq(t, text, "cancel", "x").failed(t, exitError, text+" is not a queue file, or a damaged one")
 	require.Equal(t, before, fileState(t, text))
 }
 

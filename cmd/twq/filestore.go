@@ -21,15 +21,15 @@ func checkFile(path string) error {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%w: %s does not exist (twq opens existing queue files only)", errNoQueue, path)
+		return fmt.Errorf("%s does not exist (twq opens existing queue files only)", path)
 	case err != nil:
 		return fmt.Errorf("%s: %w", path, err)
 	case fi.IsDir():
-		return fmt.Errorf("%w: %s is a directory", errNotQueue, path)
+		return fmt.Errorf("%s is a directory, not a queue file", path)
 	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%w: %s is not a regular file", errNotQueue, path)
+		return fmt.Errorf("%s is not a regular file, so not a queue file", path)
 	case fi.Size() == 0:
-		return fmt.Errorf("%w: %s is empty", errNotQueue, path)
+		return fmt.Errorf("%s is empty, not a queue file", path)
 	}
 	return nil
 }
@@ -84,7 +84,7 @@ func openFileSnapshot(path string, wait time.Duration) (*handle, error) {
 func copyReadOnly(path, dst string, wait time.Duration) (err error) {
 	defer func() {
 		if r := recover(); r != nil { // bbolt panics on some damaged pages
-			err = fmt.Errorf("%w: %s: %v", errNotQueue, path, r)
+			err = fmt.Errorf("%s is not a queue file, or a damaged one: %v", path, r)
 		}
 	}()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: wait})
@@ -102,10 +102,10 @@ func copyReadOnly(path, dst string, wait time.Duration) (err error) {
 func fileOpenError(path string, wait time.Duration, err error) error {
 	switch {
 	case errors.Is(err, durable.ErrLocked), errors.Is(err, berrors.ErrTimeout):
-		return fmt.Errorf("%w: %s, still locked after %v", errHeld, path, wait)
+		return fmt.Errorf("the queue file is held by another process (a running service?): %s is still locked after %v", path, wait)
 	case errors.Is(err, durable.ErrCorrupt), errors.Is(err, berrors.ErrInvalid),
 		errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
-		return fmt.Errorf("%w: %s: %v", errNotQueue, path, err)
+		return fmt.Errorf("%s is not a queue file, or a damaged one: %w", path, err)
 	}
 	return fmt.Errorf("opening %s: %w", path, err)
 }

@@ -61,13 +61,13 @@ func queueShards(ctx context.Context, client *redis.Client, t target, o options)
 	n, err := client.Get(ctx, layoutKey(t.queue)).Int()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return 0, fmt.Errorf("%w: %s has no queue %q (twq opens existing queues only)", errNoQueue, t, t.queue)
+		return 0, fmt.Errorf("%s has no queue %q (twq opens existing queues only)", t, t.queue)
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		return 0, fmt.Errorf("%w at %s: no answer within %v", errUnreachable, t, o.timeout)
+		return 0, fmt.Errorf("no answer from Redis at %s within %v", t, o.timeout)
 	case err != nil && isRedisReply(err):
 		return 0, fmt.Errorf("%s refused to tell the queue's shard count: %w", t, err)
 	case err != nil:
-		return 0, fmt.Errorf("%w at %s: %v", errUnreachable, t, err)
+		return 0, fmt.Errorf("cannot reach Redis at %s: %w", t, err)
 	}
 	return n, nil
 }

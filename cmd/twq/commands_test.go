@@ -17,7 +17,6 @@ import (
 // A backend is a seeded queue that the tests of every command run on: a
 // file, or a queue on Redis.
 type backend struct {
-	name  string
 	queue string                                     // the <queue> argument
 	soon  time.Time                                  // p1's due time
 	store func(t *testing.T) (durable.Store, func()) // opens the queue to look at it

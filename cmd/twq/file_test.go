@@ -20,7 +20,6 @@ func newFileBackend(t *testing.T) *backend {
 	soon := seed(t, s)
 	require.NoError(t, s.Close())
 	return &backend{
-		name:  "file",
 		queue: path,
 		soon:  soon.UTC(),
 		store: func(t *testing.T) (durable.Store, func()) {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -28,10 +29,12 @@ type inspector interface {
 // inspect runs f with an inspector over h's store: a durable.Queue made
 // with durable.New, closed after f. New reaps the leases that expired: on
 // a file that happens in twq's private snapshot, but on Redis it is a
-// write (see the report of issue #14: the lead is to give the inspection
-// a way that does not reap).
+// write (issue #14: durable is to offer inspection that does not reap).
+// The queue allows as many attempts as it can, so that its reap returns
+// an expired lease to pending rather than killing a message that the
+// service, with its own WithMaxAttempts, would have retried.
 func inspect(h *handle, f func(inspector) error) error {
-	q, err := durable.New(h.store)
+	q, err := durable.New(h.store, durable.WithMaxAttempts(math.MaxInt32))
 	if err != nil {
 		return err
 	}

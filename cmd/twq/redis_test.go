@@ -95,7 +95,6 @@ func newRedisBackend(t *testing.T, addr, queue string) *backend {
 	soon := seed(t, s)
 	closeStore()
 	return &backend{
-		name:  "redis",
 		queue: fmt.Sprintf("redis://%s/0?queue=%s", addr, queue),
 		soon:  soon.UTC(),
 		store: open,
@@ -135,10 +134,11 @@ func redisWrites(t *testing.T, addr string) writeCount {
 // TestRedisWriteCounterCounts checks that the counter of
 // TestReadOnlyCommandsWriteNothing sees a write twq makes.
 func TestRedisWriteCounterCounts(t *testing.T) {
-	b := newRedisBackend(t, startRedis(t), "orders")
-	before := redisWrites(t, b.queue[len("redis://"):len(b.queue)-len("/0?queue=orders")])
+	addr := startRedis(t)
+	b := newRedisBackend(t, addr, "orders")
+	before := redisWrites(t, addr)
 	twq(t, b.queue, "cancel", "p1").ok(t)
-	after := redisWrites(t, b.queue[len("redis://"):len(b.queue)-len("/0?queue=orders")])
+	after := redisWrites(t, addr)
 	require.Greater(t, after.changes, before.changes)
 }
 

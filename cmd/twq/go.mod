@@ -1,0 +1,25 @@
+module github.com/seed64e23a5c/timingwheel/cmd/twq
+
+go 1.26.0
+
+replace (
+	github.com/seed64e23a5c/timingwheel => ../..
+	github.com/seed64e23a5c/timingwheel/durable/redisstore => ../../durable/redisstore
+)
+
+require (
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/seed64e23a5c/timingwheel v0.0.0-00010101000000-000000000000
+	github.com/seed64e23a5c/timingwheel/durable/redisstore v0.0.0-00010101000000-000000000000
+	github.com/stretchr/testify v1.12.1
+	go.etcd.io/bbolt v1.5.0
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/benbjohnson/clock v1.3.5 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)

@@ -49,6 +49,16 @@ func enqueueDueNow(t *testing.T, q *Queue, mock *clock.Mock, ids ...string) {
 	}
 }
 
+// eventuallyPending waits until n messages are pending.
+func eventuallyPending(t *testing.T, q *Queue, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		st, err := q.Stats(context.Background())
+		require.NoError(t, err)
+		return st.Pending == n
+	}, 5*time.Second, time.Millisecond)
+}
+
 // drained reports whether the queue holds nothing pending or in flight.
 func drained(t *testing.T, q *Queue) func() bool {
 	return func() bool {
@@ -96,11 +106,7 @@ func TestRunRetriesAnErrorWithTheBackoff(t *testing.T) {
 	})
 	require.Equal(t, 1, <-attempts)
 	// The retry is due 1s after the failure; nothing comes before.
-	require.Eventually(t, func() bool {
-		st, err := q.Stats(context.Background())
-		require.NoError(t, err)
-		return st.Pending == 1
-	}, 5*time.Second, time.Millisecond)
+	eventuallyPending(t, q, 1)
 	mock.Add(999 * time.Millisecond)
 	select {
 	case a := <-attempts:
@@ -127,11 +133,7 @@ func TestRunRecoversAPanicAndRetries(t *testing.T) {
 		return nil
 	})
 	require.Equal(t, 1, <-attempts)
-	require.Eventually(t, func() bool {
-		st, err := q.Stats(context.Background())
-		require.NoError(t, err)
-		return st.Pending == 1
-	}, 5*time.Second, time.Millisecond)
+	eventuallyPending(t, q, 1)
 	mock.Add(time.Second)
 	require.Equal(t, 2, <-attempts, "the worker survived the panic")
 	require.Eventually(t, drained(t, q), 5*time.Second, time.Millisecond)

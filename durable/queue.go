@@ -351,7 +351,7 @@ func (q *Queue) revokeIfHeld(id string, held *Delivery) {
 // has no way to take one back, so it is not counted towards death here.
 func (q *Queue) release(d *Delivery) {
 	after := max(d.dueAt.Sub(q.clock.Now()), 0)
-	if _, err := q.store.Retry(context.Background(), d.ID, d.token, after, math.MaxInt); err != nil &&
+	if _, err := q.store.Retry(context.Background(), d.ID, d.token, after, math.MaxInt, ""); err != nil &&
 		!errors.Is(err, ErrLeaseLost) {
 		q.log.Warn("durable: giving back a message claimed ahead failed; its lease will expire", "id", d.ID, "err", err)
 	}

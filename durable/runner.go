@@ -119,7 +119,7 @@ func (q *Queue) handle(ctx context.Context, h Handler, d *Delivery) {
 	if errors.Is(err, ErrHandlerPanic) {
 		q.log.Error("durable: handler panicked", "id", d.ID, "attempt", d.Attempt, "err", err)
 	}
-	if retryErr := d.Retry(settleCtx, 0); retryErr != nil {
+	if retryErr := d.RetryWithError(settleCtx, 0, err); retryErr != nil {
 		q.log.Warn("durable: retry after the handler failed", "id", d.ID, "attempt", d.Attempt,
 			"handler_err", err, "err", retryErr)
 	}

@@ -89,7 +89,7 @@ func testShards(t *testing.T, a, b *Store, now time.Time) {
 			require.NoError(t, a.Ack(ctx, l.ID, l.Token))
 		case 1:
 			require.NoError(t, a.Extend(ctx, l.ID, l.Token, time.Hour))
-			dead, err := a.Retry(ctx, l.ID, l.Token, 0, 1)
+			dead, err := a.Retry(ctx, l.ID, l.Token, 0, 1, "")
 			require.NoError(t, err)
 			require.True(t, dead)
 		}

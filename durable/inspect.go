@@ -66,17 +66,19 @@ type Info struct {
 	// delivery, and 1 while the first delivery is in flight. Enqueue and
 	// Requeue set it back to 0.
 	Attempt int
-	// LastError is the text of the last failed attempt's error, at most
-	// MaxErrorLen bytes, or LeaseExpired if the last attempt's lease
-	// expired; "" if no attempt failed since the message was last
-	// enqueued or requeued, or it was failed with Delivery.Retry before
-	// any error text was kept.
+	// LastError is the text of the last failed attempt's error (the
+	// error a Handler of Run returned or panicked with, or the one given
+	// to Delivery.RetryWithError), at most MaxErrorLen bytes, or
+	// LeaseExpired if the last attempt's lease expired. A failure without
+	// a text (Delivery.Retry) keeps the text before it. It is "" if no
+	// attempt failed with a text since the message was last enqueued or
+	// requeued.
 	LastError string
 	// EnqueuedAt is when the message was first enqueued: an Enqueue that
 	// replaces a message of the same ID keeps it, and so do retries and
 	// Requeue. It is the zero time for a message written by a version
-	// that did not keep it (before v0.x; see the CHANGELOG), until an
-	// Enqueue replaces it.
+	// that did not keep it (a bbolt record of version 1, a Redis message
+	// without it), until an Enqueue replaces it.
 	EnqueuedAt time.Time
 	// Deadline is when the lease of an in-flight message ends; the zero
 	// time in the other states.

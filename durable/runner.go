@@ -11,7 +11,9 @@ import (
 
 // Handler handles one delivery. Returning nil acks it; returning an error, or panicking, retries it
 // with the queue's back-off (or sends it to the dead letters after its last attempt), and the error's
-// text is kept with the message.
+// text is kept with the message (Delivery.RetryWithError): the next attempt's Delivery.LastError and
+// Queue.Get's Info.LastError show it, cut to MaxErrorLen bytes. A panic's text is the panic value
+// followed by the stack.
 type Handler func(ctx context.Context, d *Delivery) error
 
 // ErrInvalidRunner is wrapped by the error Run returns for workers < 1 or

@@ -18,8 +18,9 @@
 //	tw:{orders}:pending   sorted set of pending messages, by due time
 //	tw:{orders}:inflight  sorted set of leased messages, by lease deadline
 //	tw:{orders}:dead      sorted set of dead messages, by time of death
-//	tw:{orders}:meta      hash: ID -> state, order, attempt, fencing token, enqueue nonce
+//	tw:{orders}:meta      hash: ID -> state, order, attempt, fencing token, enqueue nonce, first enqueued (µs)
 //	tw:{orders}:payload   hash: ID -> payload
+//	tw:{orders}:error     hash: ID -> the text of its last failed attempt's error
 //	tw:{orders}:seq       counter of the order messages became pending or died
 //	tw:{orders}:token     counter of fencing tokens
 //	tw:{orders}:wake      pub/sub channel of wake-ups
@@ -49,6 +50,26 @@
 // so messages come out by due time to the nanosecond, then, for equal due
 // times, in the order they became pending, exactly; and a message is
 // delivered with its exact Due.
+//
+// # Inspecting
+//
+// Get is one script on the ID's shard. List reads a state's sorted set
+// from a cursor, the score and member of the last message listed, in
+// scripts of at most 1000 messages and about 4 MiB of payloads, each
+// O(log N) plus what it returns, so that paging through millions of
+// messages never holds Redis long: the cursor's rank if its member is
+// still there at its score, otherwise a binary search by rank among the
+// members of that score. With shards, each page reads up to its limit
+// from every shard and merges them by score, then member, one order over
+// all the shards; so a page costs up to limit messages read on each shard.
+// Messages of equal times keep the order of their writes within a shard,
+// not across shards. Scores are on the clock of each shard's node.
+//
+// The error text of Retry is kept in the error hash until the message is
+// acked, cancelled, replaced by an Enqueue, requeued or trimmed from the
+// dead letters; a reaped lease writes "lease expired" (durable.LeaseExpired).
+// A message written by an earlier version, whose meta has no enqueued
+// time, has no EnqueuedAt until an Enqueue replaces it.
 //
 // # Scripts and fencing
 //

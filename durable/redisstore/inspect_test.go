@@ -111,4 +111,6 @@ func TestRunKeepsTheErrorTextInRedis(t *testing.T) {
 // sprintfSeq fills the sequence number of a meta of the former layout.
 func sprintfSeq(meta string, seq int) string { return fmt.Sprintf(meta, seq) }
 
-func redisZ(score int64, member string) redis.Z { return redis.Z{Score: float64(score), Member: member} }
+func redisZ(score int64, member string) redis.Z {
+	return redis.Z{Score: float64(score), Member: member}
+}

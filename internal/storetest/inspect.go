@@ -185,6 +185,8 @@ func ListPaging(t *testing.T, s durable.Store, now func() time.Time, n, page int
 				break
 			}
 			require.Len(t, infos, page, "a page before the last is full")
+			_, _, err = s.List(ctx, durable.Dead, next, page)
+			require.ErrorIs(t, err, durable.ErrInvalidCursor, "a cursor of another state")
 			// The message the cursor was made from goes away.
 			last := infos[len(infos)-1].ID
 			found, err := s.Cancel(ctx, last)

@@ -107,7 +107,8 @@ type Store interface {
 
 	// List returns up to limit (1 or more) messages in state s, in order
 	// (pending by due time; in flight by lease deadline; dead by time of
-	// death; equal times in the order of the writes), starting after
+	// death; equal times in the order of the writes, which a store of
+	// several shards may keep within a shard only), starting after
 	// cursor ("" for the first page), and the cursor of the next page (""
 	// at the end). A cursor is a position in the order, not a message:
 	// the next page starts after it even if the message it was made from
@@ -125,8 +126,7 @@ type Store interface {
 
 	// Requeue makes the dead message id pending again, due at due (the
 	// store's now if zero), with its attempt count at zero and no
-	// LastError. It returns
-	// ErrNotFound if no dead message has that ID.
+	// LastError. It returns ErrNotFound if no dead message has that ID.
 	Requeue(ctx context.Context, id string, due time.Time) error
 
 	// Stats counts the messages in each state.

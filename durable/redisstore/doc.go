@@ -18,9 +18,10 @@
 //	tw:{orders}:pending   sorted set of pending messages, by due time
 //	tw:{orders}:inflight  sorted set of leased messages, by lease deadline
 //	tw:{orders}:dead      sorted set of dead messages, by time of death
-//	tw:{orders}:meta      hash: ID -> state, order, attempt, fencing token, enqueue nonce, first enqueued (µs)
+//	tw:{orders}:meta      hash: ID -> state, order, attempt, fencing token, enqueue nonce
 //	tw:{orders}:payload   hash: ID -> payload
 //	tw:{orders}:error     hash: ID -> the text of its last failed attempt's error
+//	tw:{orders}:enqueued  hash: ID -> when it was first enqueued (µs)
 //	tw:{orders}:seq       counter of the order messages became pending or died
 //	tw:{orders}:token     counter of fencing tokens
 //	tw:{orders}:wake      pub/sub channel of wake-ups
@@ -68,8 +69,14 @@
 // The error text of Retry is kept in the error hash until the message is
 // acked, cancelled, replaced by an Enqueue, requeued or trimmed from the
 // dead letters; a reaped lease writes "lease expired" (durable.LeaseExpired).
-// A message written by an earlier version, whose meta has no enqueued
-// time, has no EnqueuedAt until an Enqueue replaces it.
+// A message written by an earlier version has no EnqueuedAt until an
+// Enqueue replaces it. Processes of the earlier version keep working on a
+// queue that processes of this one share, during a rolling upgrade: meta
+// keeps its layout, and the two new hashes are apart; but what the
+// earlier version does writes no error text nor enqueued time, and its
+// Ack, Cancel, Enqueue and trims leave the entries of the new hashes
+// behind: one small string per message, and a message that such a
+// process replaced may show the former one's LastError and EnqueuedAt.
 //
 // # Scripts and fencing
 //

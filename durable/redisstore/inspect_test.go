@@ -63,6 +63,14 @@ func TestMessagesOfTheFormerLayout(t *testing.T) {
 	info, err = s.Get(ctx, "without-nonce")
 	require.NoError(t, err)
 	assert.False(t, info.EnqueuedAt.IsZero(), "an Enqueue that replaces it gives it an EnqueuedAt")
+
+	// What this version writes in meta, the former version's scripts
+	// parse (their pattern): processes of both can share a queue.
+	for _, id := range []string{"with-nonce", "without-nonce"} {
+		meta, err := c.HGet(ctx, "tw:{q}:meta", id).Result()
+		require.NoError(t, err)
+		assert.Regexp(t, `^[a-z]\|[^|]*\|[0-9]+\|[0-9]+\|[0-9a-f]*$`, meta)
+	}
 }
 
 // TestRunKeepsTheErrorTextInRedis fails a message's first attempt through
@@ -113,4 +121,30 @@ func sprintfSeq(meta string, seq int) string { return fmt.Sprintf(meta, seq) }
 
 func redisZ(score int64, member string) redis.Z {
 	return redis.Z{Score: float64(score), Member: member}
+}
+
+// TestAckAndCancelDeleteTheErrorText checks that nothing of a message is
+// left in the error and enqueued hashes once it is acked or cancelled.
+func TestAckAndCancelDeleteTheErrorText(t *testing.T) {
+	s, c, _ := newTestStore(t)
+	require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: "acked"}, {ID: "cancelled"}}))
+	first, err := s.Claim(ctx, 2, time.Minute, 0)
+	require.NoError(t, err)
+	require.Len(t, first.Leases, 2)
+	for _, l := range first.Leases {
+		_, err := s.Retry(ctx, l.ID, l.Token, 0, 10, "failed")
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int64(2), hashLen(t, c, s, keyError))
+	assert.Equal(t, int64(2), hashLen(t, c, s, keyEnqueued))
+	found, err := s.Cancel(ctx, "cancelled")
+	require.NoError(t, err)
+	require.True(t, found)
+	cl, err := s.Claim(ctx, 2, time.Minute, 0)
+	require.NoError(t, err)
+	require.Len(t, cl.Leases, 1)
+	assert.Equal(t, "failed", cl.Leases[0].LastError)
+	require.NoError(t, s.Ack(ctx, "acked", cl.Leases[0].Token))
+	assert.Zero(t, hashLen(t, c, s, keyError))
+	assert.Zero(t, hashLen(t, c, s, keyEnqueued))
 }

@@ -7,12 +7,13 @@ import "github.com/redis/go-redis/v9"
 //	KEYS[1] pending   sorted set: member prefix..ID, score due time (µs)
 //	KEYS[2] inflight  sorted set: member ID, score lease deadline (µs)
 //	KEYS[3] dead      sorted set: member prefix..ID, score time of death (µs)
-//	KEYS[4] meta      hash: ID -> "state|prefix|attempt|token|nonce|enqueued"
+//	KEYS[4] meta      hash: ID -> "state|prefix|attempt|token|nonce"
 //	KEYS[5] payload   hash: ID -> payload
 //	KEYS[6] seq       counter of the order in which messages became pending or died
 //	KEYS[7] token     counter of fencing tokens
 //	KEYS[8] wake      pub/sub channel (a shard channel on Redis 7)
 //	KEYS[9] error     hash: ID -> the text of its last failed attempt's error
+//	KEYS[10] enqueued hash: ID -> when it was first enqueued (µs, Redis's clock)
 //
 // The scripts publish with SPUBLISH if Redis is 7.0 or later, PUBLISH
 // otherwise, and decide it themselves (shardedTest), on the server: a
@@ -37,10 +38,12 @@ import "github.com/redis/go-redis/v9"
 // is the random number of the Enqueue call that wrote the message, kept
 // whatever happens to it, so that the same call sent again (go-redis
 // retries a command whose reply was lost) finds its messages written and
-// leaves them alone; enqueued is when the message was first enqueued, in
-// microseconds on Redis's clock. A meta without nonce or enqueued (written
-// before they existed) reads as one with them empty; such a message has
-// no EnqueuedAt until an Enqueue replaces it.
+// leaves them alone. A meta without nonce (written before it existed)
+// reads as one with an empty nonce. The error and enqueued hashes are
+// apart from meta so that processes of the version before them, which
+// parse meta strictly, keep working on the same queue during an upgrade;
+// a message without an enqueued time has no EnqueuedAt until an Enqueue
+// replaces it.
 //
 // Lua numbers are doubles: microseconds since 1970, seq and tokens are
 // integers below 2^53, exact, and are written with %.0f, never tostring,
@@ -48,7 +51,7 @@ import "github.com/redis/go-redis/v9"
 // write and cannot fail after it, since Redis does not roll a script back.
 const prelude = `
 if redis.replicate_commands then redis.replicate_commands() end
-local P, F, D, M, B, S, T, W, E = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local P, F, D, M, B, S, T, W, E, Q = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local PUB = 'PUBLISH'
 if ` + shardedTest + ` then PUB = 'SPUBLISH' end
 
@@ -71,12 +74,12 @@ local function meta(raw)
   if not raw then return nil end
   local st, pre, att, tok, rest = string.match(raw, '^(%a)|([^|]*)|(%d+)|(%d+)(.*)$')
   if not st then return nil end
-  local nonce, enq = '', ''
+  local nonce = ''
   if rest ~= '' then
-    nonce, enq = string.match(rest, '^|(%x*)|?(%d*)$')
+    nonce = string.match(rest, '^|(%x*)$')
     if not nonce then return nil end
   end
-  return {st = st, pre = pre, att = tonumber(att), tok = tok, nonce = nonce, enq = enq}
+  return {st = st, pre = pre, att = tonumber(att), tok = tok, nonce = nonce}
 end
 
 -- leased reports whether m is in flight (handed out or claimed ahead)
@@ -85,10 +88,9 @@ local function leased(m, tok)
   return m and (m.st == 'f' or m.st == 'a') and m.tok == tok
 end
 
--- mkmeta is the meta of a message in state st, keeping the nonce and
--- enqueued time of m.
+-- mkmeta is the meta of a message in state st, keeping the nonce of m.
 local function mkmeta(st, pre, att, tok, m)
-  return st .. '|' .. pre .. '|' .. att .. '|' .. tok .. '|' .. m.nonce .. '|' .. m.enq
+  return st .. '|' .. pre .. '|' .. att .. '|' .. tok .. '|' .. m.nonce
 end
 
 -- head returns the score of the first member of the sorted set key, or -1.
@@ -122,6 +124,7 @@ local function trim_dead(now, maxn, maxage)
   redis.call('HDEL', M, unpack(ids))
   redis.call('HDEL', B, unpack(ids))
   redis.call('HDEL', E, unpack(ids))
+  redis.call('HDEL', Q, unpack(ids))
   return #gone
 end
 
@@ -165,9 +168,11 @@ for i = 0, n - 1 do
     if now < 0 then now = now_us() end
     local score = ARGV[a + 2]
     if score == '' then score = num(now) end
-    local new = {nonce = nonce, enq = num(now)}
+    local new = {nonce = nonce}
+    if not m or redis.call('HEXISTS', Q, id) == 0 then
+      redis.call('HSET', Q, id, num(now))
+    end
     if m then
-      if m.enq ~= '' then new.enq = m.enq end
       if m.st == 'p' then
         redis.call('ZREM', P, m.pre .. id)
       elseif m.st == 'f' or m.st == 'a' then
@@ -265,6 +270,7 @@ redis.call('ZREM', F, id)
 redis.call('HDEL', M, id)
 redis.call('HDEL', B, id)
 redis.call('HDEL', E, id)
+redis.call('HDEL', Q, id)
 return 1
 `)
 
@@ -337,6 +343,7 @@ end
 redis.call('HDEL', M, id)
 redis.call('HDEL', B, id)
 redis.call('HDEL', E, id)
+redis.call('HDEL', Q, id)
 return 1
 `)
 
@@ -520,7 +527,7 @@ if m.st == 'p' then
 elseif m.st == 'd' then
   key, member = D, m.pre .. id
 end
-return {m.st, member, redis.call('ZSCORE', key, member) or '-1', m.att, m.enq,
+return {m.st, member, redis.call('ZSCORE', key, member) or '-1', m.att, redis.call('HGET', Q, id) or '',
   redis.call('HGET', B, id) or '', redis.call('HGET', E, id) or ''}
 `)
 
@@ -582,12 +589,12 @@ for i = 1, n do
   if i > 1 and bytes + size > maxbytes then return {0, out} end
   bytes = bytes + size
   local m = meta(redis.call('HGET', M, id))
-  local att, enq = 0, ''
-  if m then att, enq = m.att, m.enq end
+  local att = 0
+  if m then att = m.att end
   out[#out + 1] = member
   out[#out + 1] = r[2 * i]
   out[#out + 1] = att
-  out[#out + 1] = enq
+  out[#out + 1] = redis.call('HGET', Q, id) or ''
   out[#out + 1] = redis.call('HGET', B, id) or ''
   out[#out + 1] = redis.call('HGET', E, id) or ''
 end

@@ -33,23 +33,37 @@ const (
 // counterKey is the meta key holding the number of messages in state s.
 func (s msgState) counterKey() []byte { return []byte{'n', byte(s)} }
 
-// A record is the value of a message in bucket msgs:
+// A record is the value of a message in bucket msgs. Version 2, written
+// since LastError and EnqueuedAt were kept:
 //
-//	[0]      state
+//	[0]      0x20 | state
 //	[1:17]   its key in the state's index: instant and sequence
 //	[17:21]  attempt number
 //	[21:29]  fencing token of the latest claim
 //	[29:37]  the message's due time, in Unix nanoseconds
-//	[37:]    payload
-const recordHeader = 37
+//	[37:45]  when it was first enqueued, in Unix nanoseconds (0: unknown)
+//	[45:47]  n, the length of the last error's text
+//	[47:47+n] the last error's text
+//	[47+n:]  payload
+//
+// Version 1, written before, is the same without bytes 37 to 47 (and
+// state alone in byte 0): its records decode with no EnqueuedAt and no
+// LastError, and are rewritten in version 2 by the next write to them.
+const (
+	recordHeaderV1 = 37
+	recordHeader   = 47
+	recordV2       = 0x20
+)
 
 type record struct {
-	state   msgState
-	key     indexKey
-	attempt uint32
-	token   uint64
-	due     int64
-	payload []byte
+	state      msgState
+	key        indexKey
+	attempt    uint32
+	token      uint64
+	due        int64
+	enqueuedAt int64 // Unix nanoseconds, 0 if unknown (a version 1 record)
+	lastError  string
+	payload    []byte
 }
 
 // indexKey is a key of an index bucket: an instant, then a sequence
@@ -65,30 +79,59 @@ func makeIndexKey(at int64, seq uint64) indexKey {
 
 func (k indexKey) at() int64 { return int64(binary.BigEndian.Uint64(k[:8]) ^ (1 << 63)) }
 
+// encode writes r in version 2. lastError is cut to MaxErrorLen, which a
+// uint16 length holds.
 func (r *record) encode() []byte {
-	b := make([]byte, recordHeader+len(r.payload))
-	b[0] = byte(r.state)
+	text := TruncateErrorText(r.lastError)
+	b := make([]byte, recordHeader+len(text)+len(r.payload))
+	b[0] = recordV2 | byte(r.state)
+	r.encodeV1Fields(b)
+	binary.BigEndian.PutUint64(b[37:45], uint64(r.enqueuedAt))
+	binary.BigEndian.PutUint16(b[45:47], uint16(len(text)))
+	n := copy(b[recordHeader:], text)
+	copy(b[recordHeader+n:], r.payload)
+	return b
+}
+
+// encodeV1Fields writes bytes 1 to 37, which both versions share.
+func (r *record) encodeV1Fields(b []byte) {
 	copy(b[1:17], r.key[:])
 	binary.BigEndian.PutUint32(b[17:21], r.attempt)
 	binary.BigEndian.PutUint64(b[21:29], r.token)
 	binary.BigEndian.PutUint64(b[29:37], uint64(r.due))
-	copy(b[recordHeader:], r.payload)
-	return b
 }
 
-// decodeRecord decodes b, copying the payload out of the file's memory.
+// decodeRecord decodes b, of either version, copying the payload out of
+// the file's memory.
 func decodeRecord(b []byte) (record, error) {
-	if len(b) < recordHeader || b[0] < byte(statePending) || b[0] > byte(stateDead) {
+	if len(b) < recordHeaderV1 {
 		return record{}, fmt.Errorf("%w: bad record of %d bytes", ErrCorrupt, len(b))
 	}
+	version, state := b[0]&0xf0, msgState(b[0]&0x0f)
+	if (version != 0 && version != recordV2) || state < statePending || state > stateDead {
+		return record{}, fmt.Errorf("%w: bad record of %d bytes (first byte %#x)", ErrCorrupt, len(b), b[0])
+	}
 	r := record{
-		state:   msgState(b[0]),
+		state:   state,
 		attempt: binary.BigEndian.Uint32(b[17:21]),
 		token:   binary.BigEndian.Uint64(b[21:29]),
 		due:     int64(binary.BigEndian.Uint64(b[29:37])),
-		payload: append([]byte(nil), b[recordHeader:]...),
 	}
 	copy(r.key[:], b[1:17])
+	rest := b[recordHeaderV1:]
+	if version == recordV2 {
+		if len(b) < recordHeader {
+			return record{}, fmt.Errorf("%w: bad record of %d bytes", ErrCorrupt, len(b))
+		}
+		r.enqueuedAt = int64(binary.BigEndian.Uint64(b[37:45]))
+		n := int(binary.BigEndian.Uint16(b[45:47]))
+		if len(b) < recordHeader+n {
+			return record{}, fmt.Errorf("%w: record of %d bytes with an error text of %d", ErrCorrupt, len(b), n)
+		}
+		r.lastError = string(b[recordHeader : recordHeader+n])
+		rest = b[recordHeader+n:]
+	}
+	r.payload = append([]byte(nil), rest...)
 	return r, nil
 }
 

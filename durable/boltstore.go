@@ -352,12 +352,15 @@ func (s *BoltStore) Enqueue(ctx context.Context, msgs []Message) error {
 			if err != nil {
 				return false, err
 			}
-			r := &record{due: now, payload: m.Payload}
+			r := &record{due: now, enqueuedAt: now, payload: m.Payload}
 			if !m.Due.IsZero() {
 				r.due = unixNano(m.Due)
 			}
 			if old != nil {
 				r.token = old.token
+				if old.enqueuedAt != 0 { // kept: 0 is a version 1 record's unknown
+					r.enqueuedAt = old.enqueuedAt
+				}
 				if old.state == stateInflight {
 					s.ahead.take(m.ID, old.token)
 				}
@@ -424,12 +427,13 @@ func (s *BoltStore) Claim(ctx context.Context, limit int, lease, ahead time.Dura
 				s.ahead.add(string(id), token)
 			}
 			c.Leases = append(c.Leases, Lease{
-				Message:  Message{ID: string(id), Payload: r.payload, Due: fromUnixNano(r.due)},
-				Attempt:  int(r.attempt),
-				Token:    token,
-				Deadline: fromUnixNano(deadline),
-				Ready:    fromUnixNano(max(now, r.due)),
-				Ahead:    early,
+				Message:   Message{ID: string(id), Payload: r.payload, Due: fromUnixNano(r.due)},
+				Attempt:   int(r.attempt),
+				Token:     token,
+				Deadline:  fromUnixNano(deadline),
+				Ready:     fromUnixNano(max(now, r.due)),
+				Ahead:     early,
+				LastError: r.lastError,
 			})
 		}
 		c.NextDue, c.NextDeadline = t.nextTimes()
@@ -455,7 +459,7 @@ func (s *BoltStore) Ack(ctx context.Context, id string, token uint64) error {
 }
 
 // Retry implements Store.
-func (s *BoltStore) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int) (dead bool, err error) {
+func (s *BoltStore) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int, errText string) (dead bool, err error) {
 	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
 		dead = false // fn may run twice (see runBatch)
 		r, err := t.leased(id, token)
@@ -464,6 +468,9 @@ func (s *BoltStore) Retry(ctx context.Context, id string, token uint64, after ti
 		}
 		s.ahead.forget(id)
 		now := s.now()
+		if errText != "" {
+			r.lastError = TruncateErrorText(errText)
+		}
 		dead, err = t.fail(id, r, now, after, maxAttempts)
 		if err == nil && dead {
 			_, err = t.trimDead(now, s.deadCount, s.deadAge)
@@ -521,6 +528,7 @@ func (s *BoltStore) Reap(ctx context.Context, limit int, p RetryPolicy) (rp Reap
 				}
 			}
 			s.ahead.forget(string(id))
+			r.lastError = LeaseExpired
 			dead, err := t.fail(string(id), r, now, after, p.MaxAttempts)
 			if err != nil {
 				return false, err
@@ -590,6 +598,7 @@ func (s *BoltStore) Requeue(ctx context.Context, id string, due time.Time) error
 			return false, err
 		}
 		r.attempt = 0
+		r.lastError = ""
 		r.due = s.now()
 		if !due.IsZero() {
 			r.due = unixNano(due)

@@ -17,6 +17,10 @@ type Delivery struct {
 	// Deadline is when the lease expires, on the queue's clock. After it
 	// the message may be delivered again, to this receiver or another.
 	Deadline time.Time
+	// LastError is the text of the previous failed attempt's error (see
+	// RetryWithError), LeaseExpired if its lease expired, "" on the
+	// first attempt.
+	LastError string
 
 	token   uint64
 	q       *Queue
@@ -32,13 +36,14 @@ func (q *Queue) delivery(storeNow time.Time, l Lease) *Delivery {
 		ready = l.Due
 	}
 	return &Delivery{
-		Message:  l.Message,
-		Attempt:  l.Attempt,
-		Deadline: now.Add(l.Deadline.Sub(storeNow)),
-		token:    l.Token,
-		q:        q,
-		dueAt:    now.Add(ready.Sub(storeNow)),
-		ahead:    l.Ahead,
+		Message:   l.Message,
+		Attempt:   l.Attempt,
+		Deadline:  now.Add(l.Deadline.Sub(storeNow)),
+		LastError: l.LastError,
+		token:     l.Token,
+		q:         q,
+		dueAt:     now.Add(ready.Sub(storeNow)),
+		ahead:     l.Ahead,
 	}
 }
 
@@ -71,15 +76,25 @@ func (d *Delivery) observeResult(kind EventKind, err error) {
 // after the delay after, or, if after is zero or less, after the queue's
 // back-off for this attempt; or it goes to the dead letters if this was
 // its last attempt (WithMaxAttempts). It returns ErrLeaseLost, changing
-// nothing, if the lease was lost.
+// nothing, if the lease was lost. The message keeps the LastError it had;
+// RetryWithError replaces it.
 func (d *Delivery) Retry(ctx context.Context, after time.Duration) error {
+	return d.RetryWithError(ctx, after, nil)
+}
+
+// RetryWithError is Retry, keeping the text of cause with the message: the
+// next attempt's Delivery.LastError and Queue.Get's Info.LastError show
+// it, cut to MaxErrorLen bytes. A nil cause keeps the text the message
+// had, as Retry does.
+func (d *Delivery) RetryWithError(ctx context.Context, after time.Duration, cause error) error {
 	q := d.q
+	text := errorText(cause)
 	if after <= 0 {
 		after = q.cfg.backoff(d.Attempt)
 	}
 	var dead bool
 	err := q.call(func() (err error) {
-		dead, err = q.store.Retry(ctx, d.ID, d.token, after, q.cfg.maxAttempts)
+		dead, err = q.store.Retry(ctx, d.ID, d.token, after, q.cfg.maxAttempts, text)
 		return err
 	})
 	if err != nil {

@@ -22,7 +22,10 @@
 // expires. Either way the message is delivered again after a back-off
 // (WithBackoff), with Attempt one higher, until WithMaxAttempts attempts
 // have failed: then it is moved to the dead letters, where DeadLetters
-// lists it and Requeue brings it back.
+// lists it and Requeue brings it back. Get shows what the queue holds
+// of one message (its state, attempts, the text of its last failure,
+// when it was enqueued), and List pages through the messages of a state
+// in order, with a cursor.
 //
 // Every claim of a message gets a new fencing token. Ack, Retry and
 // Extend name the token of their delivery, so a consumer whose lease was
@@ -68,7 +71,8 @@ var (
 	// delivered: ack it, or let its lease expire, instead.
 	ErrInFlight = errors.New("durable: message in flight")
 	// ErrNotFound is returned by Requeue when there is no dead message
-	// with the given ID.
+	// with the given ID, and wrapped by the error of Get when there is no
+	// message with the given ID.
 	ErrNotFound = errors.New("durable: no such message")
 	// ErrInvalidMessage is wrapped by the error Enqueue returns for a
 	// message that breaks a limit: an empty or too long ID, or a too large

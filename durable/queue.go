@@ -351,7 +351,7 @@ func (q *Queue) revokeIfHeld(id string, held *Delivery) {
 // has no way to take one back, so it is not counted towards death here.
 func (q *Queue) release(d *Delivery) {
 	after := max(d.dueAt.Sub(q.clock.Now()), 0)
-	if _, err := q.store.Retry(context.Background(), d.ID, d.token, after, math.MaxInt); err != nil &&
+	if _, err := q.store.Retry(context.Background(), d.ID, d.token, after, math.MaxInt, ""); err != nil &&
 		!errors.Is(err, ErrLeaseLost) {
 		q.log.Warn("durable: giving back a message claimed ahead failed; its lease will expire", "id", d.ID, "err", err)
 	}
@@ -389,7 +389,8 @@ func (q *Queue) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // DeadLetters returns up to limit dead messages, in the order they died;
-// the Due of each is when it died.
+// the Due of each is when it died. List(ctx, Dead, cursor, limit) pages
+// through the same, with DiedAt, Attempt, LastError and EnqueuedAt.
 func (q *Queue) DeadLetters(ctx context.Context, limit int) ([]Message, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("durable: DeadLetters limit must be positive, got %d", limit)

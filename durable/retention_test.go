@@ -21,7 +21,7 @@ func killAll(t *testing.T, s *BoltStore, ids ...string) {
 		c, err := s.Claim(ctx, 1, time.Minute, 0)
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
-		dead, err := s.Retry(ctx, id, c.Leases[0].Token, 0, 1)
+		dead, err := s.Retry(ctx, id, c.Leases[0].Token, 0, 1, "")
 		require.NoError(t, err)
 		require.True(t, dead)
 	}

@@ -11,7 +11,9 @@ import (
 
 // Handler handles one delivery. Returning nil acks it; returning an error, or panicking, retries it
 // with the queue's back-off (or sends it to the dead letters after its last attempt), and the error's
-// text is kept with the message.
+// text is kept with the message (Delivery.RetryWithError): the next attempt's Delivery.LastError and
+// Queue.Get's Info.LastError show it, cut to MaxErrorLen bytes. A panic's text is the panic value
+// followed by the stack.
 type Handler func(ctx context.Context, d *Delivery) error
 
 // ErrInvalidRunner is wrapped by the error Run returns for workers < 1 or
@@ -119,7 +121,7 @@ func (q *Queue) handle(ctx context.Context, h Handler, d *Delivery) {
 	if errors.Is(err, ErrHandlerPanic) {
 		q.log.Error("durable: handler panicked", "id", d.ID, "attempt", d.Attempt, "err", err)
 	}
-	if retryErr := d.Retry(settleCtx, 0); retryErr != nil {
+	if retryErr := d.RetryWithError(settleCtx, 0, err); retryErr != nil {
 		q.log.Warn("durable: retry after the handler failed", "id", d.ID, "attempt", d.Attempt,
 			"handler_err", err, "err", retryErr)
 	}

@@ -36,7 +36,8 @@ type Store interface {
 	// messages due at their Due, or at the store's now for a zero Due. A
 	// message whose ID is already held replaces it, whatever its state:
 	// the old payload is never delivered again, a lease on it is lost, and
-	// its attempt count starts again at zero. Either all of msgs are
+	// its attempt count starts again at zero, its LastError is cleared,
+	// and its EnqueuedAt is kept (see Info). Either all of msgs are
 	// written or none is. Equal due times keep the order of msgs.
 	Enqueue(ctx context.Context, msgs []Message) error
 
@@ -81,10 +82,12 @@ type Store interface {
 	// Retry ends the lease token of the in-flight message id because the
 	// attempt failed: the message is pending again, due after the given
 	// delay from the store's now, or dead if its attempt number is
-	// maxAttempts or more. It reports whether the message died, and
-	// returns ErrLeaseLost, changing nothing, if token is not the current
-	// lease of id.
-	Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int) (dead bool, err error)
+	// maxAttempts or more. errText, the failed attempt's error text, is
+	// kept as the message's LastError (cut with TruncateErrorText); an
+	// empty errText keeps the LastError it had. It reports whether the
+	// message died, and returns ErrLeaseLost, changing nothing, if token
+	// is not the current lease of id.
+	Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int, errText string) (dead bool, err error)
 
 	// Extend moves the deadline of the lease token on id to by from the
 	// store's now, or returns ErrLeaseLost, changing nothing, if token is
@@ -94,8 +97,25 @@ type Store interface {
 	// Reap ends up to limit leases whose deadline has passed, earliest
 	// first, as Retry does with the policy's back-off: a message whose
 	// attempt number is p.MaxAttempts or more dies, the others are pending
-	// again after p.Backoff(attempt).
+	// again after p.Backoff(attempt). Their LastError becomes
+	// LeaseExpired.
 	Reap(ctx context.Context, limit int, p RetryPolicy) (Reaped, error)
+
+	// Get returns what the store holds under id, or an error wrapping
+	// ErrNotFound.
+	Get(ctx context.Context, id string) (Info, error)
+
+	// List returns up to limit (1 or more) messages in state s, in order
+	// (pending by due time; in flight by lease deadline; dead by time of
+	// death; equal times in the order of the writes, which a store of
+	// several shards may keep within a shard only), starting after
+	// cursor ("" for the first page), and the cursor of the next page (""
+	// at the end). A cursor is a position in the order, not a message:
+	// the next page starts after it even if the message it was made from
+	// has moved meanwhile, so a message that stays in s is listed exactly
+	// once however the others move. A cursor List did not make for s
+	// fails with an error wrapping ErrInvalidCursor.
+	List(ctx context.Context, s State, cursor string, limit int) ([]Info, string, error)
 
 	// DeadLetters returns up to limit dead messages, in the order they
 	// died. Their Due is the time they died. A store may delete the
@@ -105,8 +125,8 @@ type Store interface {
 	DeadLetters(ctx context.Context, limit int) ([]Message, error)
 
 	// Requeue makes the dead message id pending again, due at due (the
-	// store's now if zero), with its attempt count at zero. It returns
-	// ErrNotFound if no dead message has that ID.
+	// store's now if zero), with its attempt count at zero and no
+	// LastError. It returns ErrNotFound if no dead message has that ID.
 	Requeue(ctx context.Context, id string, due time.Time) error
 
 	// Stats counts the messages in each state.
@@ -143,6 +163,9 @@ type Lease struct {
 	// Ahead is true if the message was claimed before its due time: its
 	// holder must Confirm the lease at Ready before handing it out.
 	Ahead bool
+	// LastError is the message's LastError (see Info) when it was
+	// claimed: the previous attempt's error text, "" on the first.
+	LastError string
 }
 
 // Claimed is what Claim returns.

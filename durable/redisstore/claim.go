@@ -70,6 +70,10 @@ func readyTime(due time.Time, now int64) time.Time {
 	return due
 }
 
+// claimFields is the number of elements of each lease in claimScript's
+// reply.
+const claimFields = 7
+
 func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, ahead, bytes int64) (result, error) {
 	r, err := s.run(ctx, claimScript, sh, limit, lease, max(bytes, 1), ahead)
 	if err != nil {
@@ -88,11 +92,11 @@ func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, ahead, byt
 	if err != nil {
 		return result{}, err
 	}
-	if len(ls)%6 != 0 {
+	if len(ls)%claimFields != 0 {
 		return result{}, fmt.Errorf("redisstore: claim: unexpected reply of %d elements", len(ls))
 	}
-	res.leases = make([]durable.Lease, 0, len(ls)/6)
-	for i := 0; i < len(ls); i += 6 {
+	res.leases = make([]durable.Lease, 0, len(ls)/claimFields)
+	for i := 0; i < len(ls); i += claimFields {
 		id, ok := ls[i].(string)
 		if !ok {
 			return result{}, fmt.Errorf("redisstore: claim: unexpected ID %T", ls[i])
@@ -105,13 +109,18 @@ func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, ahead, byt
 		if err != nil {
 			return result{}, err
 		}
+		lastErr, err := replyBytes(ls[i+6])
+		if err != nil {
+			return result{}, err
+		}
 		res.leases = append(res.leases, durable.Lease{
-			Message:  durable.Message{ID: id, Payload: body, Due: dueTime(nums[2], nums[3])},
-			Attempt:  int(nums[0]),
-			Token:    uint64(nums[1]),
-			Deadline: time.UnixMicro(max(nums[2], res.now) + lease),
-			Ready:    readyTime(dueTime(nums[2], nums[3]), res.now),
-			Ahead:    nums[2] > res.now, // as the script decides
+			Message:   durable.Message{ID: id, Payload: body, Due: dueTime(nums[2], nums[3])},
+			Attempt:   int(nums[0]),
+			Token:     uint64(nums[1]),
+			Deadline:  time.UnixMicro(max(nums[2], res.now) + lease),
+			Ready:     readyTime(dueTime(nums[2], nums[3]), res.now),
+			Ahead:     nums[2] > res.now, // as the script decides
+			LastError: string(lastErr),
 		})
 		res.bytes += int64(len(body))
 	}

@@ -192,3 +192,17 @@ func checkMutations(t *testing.T, n int, start time.Time, logs []string) {
 	assert.Greater(t, cancelledBeforeDue, n/6, "most cancels come before the due time")
 	assert.Greater(t, replacedBeforeDue, n/6, "most replacements come before the due time")
 }
+
+func TestInspectContract(t *testing.T) {
+	s, c, _ := newTestStore(t)
+	now := func() time.Time { return redisNow(t, c) }
+	storetest.Inspect(t, s, now, time.Sleep)
+	storetest.ListPaging(t, s, now, 2500, 1000, true)
+}
+
+func TestInspectContractShards(t *testing.T) {
+	s, c, _ := newTestStore(t, WithShards(4))
+	now := func() time.Time { return redisNow(t, c) }
+	storetest.Inspect(t, s, now, time.Sleep)
+	storetest.ListPaging(t, s, now, 2500, 1000, false)
+}

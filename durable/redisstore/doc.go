@@ -20,6 +20,8 @@
 //	tw:{orders}:dead      sorted set of dead messages, by time of death
 //	tw:{orders}:meta      hash: ID -> state, order, attempt, fencing token, enqueue nonce
 //	tw:{orders}:payload   hash: ID -> payload
+//	tw:{orders}:error     hash: ID -> the text of its last failed attempt's error
+//	tw:{orders}:enqueued  hash: ID -> when it was first enqueued (µs)
 //	tw:{orders}:seq       counter of the order messages became pending or died
 //	tw:{orders}:token     counter of fencing tokens
 //	tw:{orders}:wake      pub/sub channel of wake-ups
@@ -49,6 +51,32 @@
 // so messages come out by due time to the nanosecond, then, for equal due
 // times, in the order they became pending, exactly; and a message is
 // delivered with its exact Due.
+//
+// # Inspecting
+//
+// Get is one script on the ID's shard. List reads a state's sorted set
+// from a cursor, the score and member of the last message listed, in
+// scripts of at most 1000 messages and about 4 MiB of payloads, each
+// O(log N) plus what it returns, so that paging through millions of
+// messages never holds Redis long: the cursor's rank if its member is
+// still there at its score, otherwise a binary search by rank among the
+// members of that score. With shards, each page reads up to its limit
+// from every shard and merges them by score, then member, one order over
+// all the shards; so a page costs up to limit messages read on each shard.
+// Messages of equal times keep the order of their writes within a shard,
+// not across shards. Scores are on the clock of each shard's node.
+//
+// The error text of Retry is kept in the error hash until the message is
+// acked, cancelled, replaced by an Enqueue, requeued or trimmed from the
+// dead letters; a reaped lease writes "lease expired" (durable.LeaseExpired).
+// A message written by an earlier version has no EnqueuedAt until an
+// Enqueue replaces it. Processes of the earlier version keep working on a
+// queue that processes of this one share, during a rolling upgrade: meta
+// keeps its layout, and the two new hashes are apart; but what the
+// earlier version does writes no error text nor enqueued time, and its
+// Ack, Cancel, Enqueue and trims leave the entries of the new hashes
+// behind: one small string per message, and a message that such a
+// process replaced may show the former one's LastError and EnqueuedAt.
 //
 // # Scripts and fencing
 //

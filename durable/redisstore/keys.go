@@ -18,10 +18,12 @@ const (
 	keySeq
 	keyToken
 	keyWake
+	keyError
+	keyEnqueued
 	numKeys
 )
 
-var keyNames = [numKeys]string{"pending", "inflight", "dead", "meta", "payload", "seq", "token", "wake"}
+var keyNames = [numKeys]string{"pending", "inflight", "dead", "meta", "payload", "seq", "token", "wake", "error", "enqueued"}
 
 // A shard is one hash tag of a queue, and the keys that carry it, so that
 // they live in one slot of a Redis Cluster. A queue of one shard has the

@@ -193,7 +193,7 @@ func TestDeadLettersPagesStopAtMaxReadBytes(t *testing.T) {
 	ls := claimAll(t, s, 0)
 	require.Len(t, ls, n)
 	for _, l := range ls {
-		dead, err := s.Retry(ctx, l.ID, l.Token, 0, 1)
+		dead, err := s.Retry(ctx, l.ID, l.Token, 0, 1, "")
 		require.NoError(t, err)
 		require.True(t, dead)
 	}

@@ -58,13 +58,13 @@ func TestWakeupsOnNewEarliest(t *testing.T) {
 
 	ls = claimAll(t, b, time.Minute)
 	require.Len(t, ls, 1)
-	dead, err := b.Retry(ctx, "x", ls[0].Token, 0, 10)
+	dead, err := b.Retry(ctx, "x", ls[0].Token, 0, 10, "")
 	require.NoError(t, err)
 	require.False(t, dead)
 	assert.True(t, woke(w1, wait), "retried")
 
 	ls = claimAll(t, b, time.Minute)
-	_, err = b.Retry(ctx, "x", ls[0].Token, 0, 1)
+	_, err = b.Retry(ctx, "x", ls[0].Token, 0, 1, "")
 	require.NoError(t, err)
 	assert.False(t, woke(w1, quiet), "a death does not wake")
 	require.NoError(t, b.Requeue(ctx, "x", time.Time{}))

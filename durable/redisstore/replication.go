@@ -38,7 +38,7 @@ func WithReplicas(n int, timeout time.Duration) Option {
 
 // readOnly reports whether sc writes nothing, and so needs no WAIT.
 func readOnly(sc *redis.Script) bool {
-	return sc == statsScript || sc == deadScript || sc == shardedScript
+	return sc == statsScript || sc == deadScript || sc == shardedScript || sc == getScript || sc == listScript
 }
 
 // node returns the client of the node that holds shard sh: the client

@@ -25,7 +25,8 @@ func deadIDs(t *testing.T, s *Store) []string {
 	return ids
 }
 
-// hashLen is the number of fields of the queue's hash key (meta, payload).
+// hashLen is the number of fields of the queue's hash key (meta, payload,
+// error, enqueued).
 func hashLen(t *testing.T, c redis.UniversalClient, s *Store, key int) int64 {
 	t.Helper()
 	n, err := c.HLen(context.Background(), s.shards[0].keys[key]).Result()
@@ -42,6 +43,8 @@ func TestDeadLetterRetentionByCount(t *testing.T) {
 	assert.Equal(t, 3, st.Dead)
 	assert.Equal(t, int64(3), hashLen(t, c, s, keyMeta), "nothing left of the deleted ones")
 	assert.Equal(t, int64(3), hashLen(t, c, s, keyPayload))
+	assert.Equal(t, int64(3), hashLen(t, c, s, keyError))
+	assert.Equal(t, int64(3), hashLen(t, c, s, keyEnqueued))
 }
 
 func TestDeadLetterRetentionByAge(t *testing.T) {
@@ -57,6 +60,8 @@ func TestDeadLetterRetentionByAge(t *testing.T) {
 	storetest.Kill(t, s, "new")
 	assert.Equal(t, []string{"new"}, deadIDs(t, s))
 	assert.Equal(t, int64(1), hashLen(t, c, s, keyMeta))
+	assert.Equal(t, int64(1), hashLen(t, c, s, keyError))
+	assert.Equal(t, int64(1), hashLen(t, c, s, keyEnqueued))
 }
 
 func TestDeadLetterRetentionBoundsABurst(t *testing.T) {

@@ -12,6 +12,8 @@ import "github.com/redis/go-redis/v9"
 //	KEYS[6] seq       counter of the order in which messages became pending or died
 //	KEYS[7] token     counter of fencing tokens
 //	KEYS[8] wake      pub/sub channel (a shard channel on Redis 7)
+//	KEYS[9] error     hash: ID -> the text of its last failed attempt's error
+//	KEYS[10] enqueued hash: ID -> when it was first enqueued (µs, Redis's clock)
 //
 // The scripts publish with SPUBLISH if Redis is 7.0 or later, PUBLISH
 // otherwise, and decide it themselves (shardedTest), on the server: a
@@ -37,7 +39,11 @@ import "github.com/redis/go-redis/v9"
 // whatever happens to it, so that the same call sent again (go-redis
 // retries a command whose reply was lost) finds its messages written and
 // leaves them alone. A meta without nonce (written before it existed)
-// reads as one with an empty nonce.
+// reads as one with an empty nonce. The error and enqueued hashes are
+// apart from meta so that processes of the version before them, which
+// parse meta strictly, keep working on the same queue during an upgrade;
+// a message without an enqueued time has no EnqueuedAt until an Enqueue
+// replaces it.
 //
 // Lua numbers are doubles: microseconds since 1970, seq and tokens are
 // integers below 2^53, exact, and are written with %.0f, never tostring,
@@ -45,7 +51,7 @@ import "github.com/redis/go-redis/v9"
 // write and cannot fail after it, since Redis does not roll a script back.
 const prelude = `
 if redis.replicate_commands then redis.replicate_commands() end
-local P, F, D, M, B, S, T, W = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local P, F, D, M, B, S, T, W, E, Q = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 local PUB = 'PUBLISH'
 if ` + shardedTest + ` then PUB = 'SPUBLISH' end
 
@@ -117,6 +123,8 @@ local function trim_dead(now, maxn, maxage)
   redis.call('ZREM', D, unpack(gone))
   redis.call('HDEL', M, unpack(ids))
   redis.call('HDEL', B, unpack(ids))
+  redis.call('HDEL', E, unpack(ids))
+  redis.call('HDEL', Q, unpack(ids))
   return #gone
 end
 
@@ -151,17 +159,18 @@ local n = tonumber(ARGV[2])
 local before = head(P)
 local now = -1
 local seq = redis.call('INCRBY', S, n) - n
-local new = {nonce = nonce}
 for i = 0, n - 1 do
   local a = 3 + 4 * i
   local id = ARGV[a]
   seq = seq + 1
   local m = meta(redis.call('HGET', M, id))
   if not (m and nonce ~= '' and m.nonce == nonce) then
+    if now < 0 then now = now_us() end
     local score = ARGV[a + 2]
-    if score == '' then
-      if now < 0 then now = now_us() end
-      score = num(now)
+    if score == '' then score = num(now) end
+    local new = {nonce = nonce}
+    if not m or redis.call('HEXISTS', Q, id) == 0 then
+      redis.call('HSET', Q, id, num(now))
     end
     if m then
       if m.st == 'p' then
@@ -176,6 +185,7 @@ for i = 0, n - 1 do
     redis.call('ZADD', P, score, pre .. id)
     redis.call('HSET', M, id, mkmeta('p', pre, 0, 0, new))
     redis.call('HSET', B, id, ARGV[a + 1])
+    redis.call('HDEL', E, id)
   end
 end
 notify(before, head(P))
@@ -189,7 +199,7 @@ return n
 // before the message whose payload would take the payloads leased over
 // ARGV[3] bytes (the first is always leased). It returns {now, now+lease,
 // next due, next deadline, {ID, payload, attempt, token, due score,
-// nanoseconds, ...}, pending messages left due by the horizon}; a missing
+// nanoseconds, last error, ...}, pending messages left due by the horizon}; a missing
 // next due or deadline is -1.
 var claimScript = redis.NewScript(prelude + `
 local now = now_us()
@@ -216,6 +226,7 @@ if limit > 0 then
   if k > 0 then
     local metas = redis.call('HMGET', M, unpack(ids))
     local bodies = redis.call('HMGET', B, unpack(ids))
+    local errs = redis.call('HMGET', E, unpack(ids))
     redis.call('ZREM', P, unpack(members))
     local tok = redis.call('INCRBY', T, k) - k
     local zargs, hargs = {}, {}
@@ -237,6 +248,7 @@ if limit > 0 then
         out[#out + 1] = ts
         out[#out + 1] = due[2 * i]
         out[#out + 1] = string.sub(members[i], 1, 4)
+        out[#out + 1] = errs[i] or ''
       end
     end
     if #zargs > 0 then
@@ -257,6 +269,8 @@ if not leased(m, ARGV[2]) then return 0 end
 redis.call('ZREM', F, id)
 redis.call('HDEL', M, id)
 redis.call('HDEL', B, id)
+redis.call('HDEL', E, id)
+redis.call('HDEL', Q, id)
 return 1
 `)
 
@@ -264,7 +278,8 @@ return 1
 // dies if its attempt is ARGV[4] or more (and the dead letters are trimmed
 // to ARGV[5] messages and ARGV[6] microseconds of age, see trim_dead),
 // and is otherwise pending again
-// ARGV[3] microseconds from now. It returns 1 if the message died, 0 if it
+// ARGV[3] microseconds from now. ARGV[7], if not empty, becomes its last
+// error's text. It returns 1 if the message died, 0 if it
 // is pending, -1 if the lease is lost.
 var retryScript = redis.NewScript(prelude + `
 local id = ARGV[1]
@@ -272,6 +287,7 @@ local m = meta(redis.call('HGET', M, id))
 if not leased(m, ARGV[2]) then return -1 end
 local now = now_us()
 redis.call('ZREM', F, id)
+if ARGV[7] ~= '' then redis.call('HSET', E, id, ARGV[7]) end
 local pre = prefix('1000', redis.call('INCR', S))
 if m.att >= tonumber(ARGV[4]) then
   redis.call('ZADD', D, num(now), pre .. id)
@@ -326,6 +342,8 @@ else
 end
 redis.call('HDEL', M, id)
 redis.call('HDEL', B, id)
+redis.call('HDEL', E, id)
+redis.call('HDEL', Q, id)
 return 1
 `)
 
@@ -343,13 +361,15 @@ redis.call('ZREM', D, m.pre .. id)
 local pre = prefix(ARGV[3], redis.call('INCR', S))
 redis.call('ZADD', P, score, pre .. id)
 redis.call('HSET', M, id, mkmeta('p', pre, 0, 0, m))
+redis.call('HDEL', E, id)
 notify(before, head(P))
 return 1
 `)
 
 // reapScript ends up to ARGV[1] leases whose deadline has passed, earliest
 // first: a message whose attempt is ARGV[2] or more dies, the others are
-// pending again after a back-off; then it trims the dead letters to
+// pending again after a back-off, each with the last error "lease
+// expired" (durable.LeaseExpired); then it trims the dead letters to
 // ARGV[4] messages and ARGV[5] microseconds of age (see trim_dead).
 // ARGV[3] says where the back-offs come from:
 //
@@ -426,12 +446,14 @@ if limit > 0 then
       for i = 1, k do gone[i] = ids[i] end
       redis.call('ZREM', F, unpack(gone))
       local seq = redis.call('INCRBY', S, k) - k
-      local pargs, dargs, hargs = {}, {}, {}
+      local pargs, dargs, hargs, eargs = {}, {}, {}, {}
       local snow = num(now)
       for i = 1, k do
         local m = ms[i]
         seq = seq + 1
         if m then
+          eargs[#eargs + 1] = ids[i]
+          eargs[#eargs + 1] = 'lease expired'
           local pre = prefix('1000', seq)
           if delays[i] == false then
             dargs[#dargs + 1] = snow
@@ -451,6 +473,7 @@ if limit > 0 then
       if #pargs > 0 then redis.call('ZADD', P, unpack(pargs)) end
       if #dargs > 0 then redis.call('ZADD', D, unpack(dargs)) end
       if #hargs > 0 then redis.call('HSET', M, unpack(hargs)) end
+      if #eargs > 0 then redis.call('HSET', E, unpack(eargs)) end
     end
   end
 end
@@ -489,4 +512,92 @@ return {0, out}
 // It only reads.
 var statsScript = redis.NewScript(prelude + `
 return {redis.call('ZCARD', P), redis.call('ZCARD', F), redis.call('ZCARD', D), head(P)}
+`)
+
+// getScript returns what the shard holds under ID ARGV[1]: {state letter,
+// member, score, attempt, enqueued, payload, last error} (see
+// inspectItem), or 0 if it holds no such message. It only reads.
+var getScript = redis.NewScript(prelude + `
+local id = ARGV[1]
+local m = meta(redis.call('HGET', M, id))
+if not m then return 0 end
+local key, member = F, id
+if m.st == 'p' then
+  key, member = P, m.pre .. id
+elseif m.st == 'd' then
+  key, member = D, m.pre .. id
+end
+return {m.st, member, redis.call('ZSCORE', key, member) or '-1', m.att, redis.call('HGET', Q, id) or '',
+  redis.call('HGET', B, id) or '', redis.call('HGET', E, id) or ''}
+`)
+
+// listScript returns up to ARGV[4] messages of the sorted set of state
+// ARGV[1] (p, f or d), in order, after the position of score ARGV[2] and
+// member ARGV[3] (from the first if ARGV[2] is empty), stopping before the
+// message whose payload would take the payloads returned over ARGV[5]
+// bytes (the first is always returned). It returns {ended, {member,
+// score, attempt, enqueued, payload, last error, ...}}, ended being 1 if
+// no message follows the ones returned. It only reads, and its cost is
+// O(log N) to find the position, plus the messages it returns: if the
+// cursor's member is still there at its score, its rank; otherwise a
+// binary search, by rank, among the members of the cursor's score, for
+// the first that Redis orders after the cursor's member (bytewise, as
+// Redis orders members of equal score).
+var listScript = redis.NewScript(prelude + `
+local K = P
+if ARGV[1] == 'f' then K = F elseif ARGV[1] == 'd' then K = D end
+local count = tonumber(ARGV[4])
+local maxbytes = tonumber(ARGV[5])
+
+local function before_or_equal(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a <= #b
+end
+
+local start = 0
+if ARGV[2] ~= '' then
+  local member = ARGV[3]
+  local sc = redis.call('ZSCORE', K, member)
+  if sc and tonumber(sc) == tonumber(ARGV[2]) then
+    start = redis.call('ZRANK', K, member) + 1
+  else
+    local lo = redis.call('ZCOUNT', K, '-inf', '(' .. ARGV[2])
+    local hi = redis.call('ZCOUNT', K, '-inf', ARGV[2])
+    while lo < hi do
+      local mid = math.floor((lo + hi) / 2)
+      if before_or_equal(redis.call('ZRANGE', K, mid, mid)[1], member) then
+        lo = mid + 1
+      else
+        hi = mid
+      end
+    end
+    start = lo
+  end
+end
+local r = redis.call('ZRANGE', K, start, start + count - 1, 'WITHSCORES')
+local out = {}
+local bytes = 0
+local n = #r / 2
+for i = 1, n do
+  local member = r[2 * i - 1]
+  local id = member
+  if K ~= F then id = string.sub(member, 21) end
+  local size = redis.call('HSTRLEN', B, id)
+  if i > 1 and bytes + size > maxbytes then return {0, out} end
+  bytes = bytes + size
+  local m = meta(redis.call('HGET', M, id))
+  local att = 0
+  if m then att = m.att end
+  out[#out + 1] = member
+  out[#out + 1] = r[2 * i]
+  out[#out + 1] = att
+  out[#out + 1] = redis.call('HGET', Q, id) or ''
+  out[#out + 1] = redis.call('HGET', B, id) or ''
+  out[#out + 1] = redis.call('HGET', E, id) or ''
+end
+if start + n >= redis.call('ZCARD', K) then return {1, out} end
+return {0, out}
 `)

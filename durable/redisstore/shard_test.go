@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/storetest"
 	"github.com/seed64e23a5c/timingwheel/internal/syncbuf"
 )
 
@@ -89,7 +90,7 @@ func testShards(t *testing.T, a, b *Store, now time.Time) {
 			require.NoError(t, a.Ack(ctx, l.ID, l.Token))
 		case 1:
 			require.NoError(t, a.Extend(ctx, l.ID, l.Token, time.Hour))
-			dead, err := a.Retry(ctx, l.ID, l.Token, 0, 1)
+			dead, err := a.Retry(ctx, l.ID, l.Token, 0, 1, "")
 			require.NoError(t, err)
 			require.True(t, dead)
 		}
@@ -192,6 +193,12 @@ func TestCluster(t *testing.T) {
 		}
 		return nil
 	}))
+
+	// Get and List over six shards on three masters.
+	in := openStore(t, c1, "inspect", WithShards(6))
+	clusterNow := func() time.Time { return redisNow(t, c1) }
+	storetest.Inspect(t, in, clusterNow, time.Sleep)
+	storetest.ListPaging(t, in, clusterNow, 2500, 1000, false)
 
 	// Notifications cross nodes: a store waits on all six shard
 	// channels, each on the node of its slot.

@@ -351,10 +351,11 @@ func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
 }
 
 // Retry implements durable.Store. The delay is rounded up to the
-// microsecond.
-func (s *Store) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int) (bool, error) {
+// microsecond. The error text is kept in the hash tw:{queue}:error.
+func (s *Store) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int, errText string) (bool, error) {
 	r, err := s.run(ctx, retryScript, shardOf(id, len(s.shards)),
-		id, tokenString(token), micros(after), maxAttempts, s.deadMax(), micros(s.opts.deadAge))
+		id, tokenString(token), micros(after), maxAttempts, s.deadMax(), micros(s.opts.deadAge),
+		durable.TruncateErrorText(errText))
 	if err != nil {
 		return false, wrap("retry", err)
 	}

@@ -210,7 +210,7 @@ func TestUpsertInFlightRevokesLease(t *testing.T) {
 	assert.Equal(t, 0, st.InFlight)
 	assert.ErrorIs(t, s.Ack(ctx, "a", old.Token), durable.ErrLeaseLost)
 	assert.ErrorIs(t, s.Extend(ctx, "a", old.Token, time.Hour), durable.ErrLeaseLost)
-	_, err = s.Retry(ctx, "a", old.Token, 0, 10)
+	_, err = s.Retry(ctx, "a", old.Token, 0, 10, "")
 	assert.ErrorIs(t, err, durable.ErrLeaseLost)
 
 	second := claimAll(t, s, time.Minute)
@@ -328,7 +328,7 @@ func TestUpsertDead(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 	ls := claimAll(t, s, time.Minute)
-	dead, err := s.Retry(ctx, "a", ls[0].Token, 0, 1)
+	dead, err := s.Retry(ctx, "a", ls[0].Token, 0, 1, "")
 	require.NoError(t, err)
 	require.True(t, dead)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
@@ -362,7 +362,7 @@ func TestFencing(t *testing.T) {
 
 	assert.ErrorIs(t, s.Ack(ctx, "a", ls[0].Token), durable.ErrLeaseLost)
 	assert.ErrorIs(t, s.Extend(ctx, "a", ls[0].Token, time.Hour), durable.ErrLeaseLost)
-	_, err = s.Retry(ctx, "a", ls[0].Token, 0, 10)
+	_, err = s.Retry(ctx, "a", ls[0].Token, 0, 10, "")
 	assert.ErrorIs(t, err, durable.ErrLeaseLost)
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
@@ -375,7 +375,7 @@ func TestRetry(t *testing.T) {
 	s, c, _ := newTestStore(t)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 	ls := claimAll(t, s, time.Minute)
-	dead, err := s.Retry(ctx, "a", ls[0].Token, 150*time.Millisecond, 3)
+	dead, err := s.Retry(ctx, "a", ls[0].Token, 150*time.Millisecond, 3, "")
 	require.NoError(t, err)
 	assert.False(t, dead)
 	after := redisNow(t, c)
@@ -389,7 +389,7 @@ func TestRetry(t *testing.T) {
 	ls = claimAll(t, s, time.Minute)
 	require.Len(t, ls, 1)
 	assert.Equal(t, 2, ls[0].Attempt)
-	dead, err = s.Retry(ctx, "a", ls[0].Token, 0, 3)
+	dead, err = s.Retry(ctx, "a", ls[0].Token, 0, 3, "")
 	require.NoError(t, err)
 	assert.False(t, dead)
 	ls = claimAll(t, s, time.Minute)
@@ -397,7 +397,7 @@ func TestRetry(t *testing.T) {
 	assert.Equal(t, 3, ls[0].Attempt)
 
 	before := redisNow(t, c)
-	dead, err = s.Retry(ctx, "a", ls[0].Token, 0, 3)
+	dead, err = s.Retry(ctx, "a", ls[0].Token, 0, 3, "")
 	require.NoError(t, err)
 	assert.True(t, dead, "attempt 3 of 3 dies")
 	dl, err := s.DeadLetters(ctx, 10)
@@ -515,7 +515,7 @@ func TestRequeue(t *testing.T) {
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{}), msg("b", time.Time{})}))
 	ls := claimAll(t, s, time.Minute)
 	for _, l := range ls {
-		dead, err := s.Retry(ctx, l.ID, l.Token, 0, 1)
+		dead, err := s.Retry(ctx, l.ID, l.Token, 0, 1, "")
 		require.NoError(t, err)
 		require.True(t, dead)
 	}
@@ -538,7 +538,7 @@ func TestCancel(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("flight", time.Time{}), msg("dead", time.Time{})}))
 	ls := claimAll(t, s, time.Minute)
-	_, err := s.Retry(ctx, "dead", ls[1].Token, 0, 1)
+	_, err := s.Retry(ctx, "dead", ls[1].Token, 0, 1, "")
 	require.NoError(t, err)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("pending", time.Now().Add(time.Hour))}))
 
@@ -574,7 +574,7 @@ func TestDeadLettersOrder(t *testing.T) {
 	ls := claimAll(t, s, time.Minute)
 	// They die in this order, mostly within one microsecond.
 	for _, i := range []int{2, 0, 3, 1} {
-		_, err := s.Retry(ctx, ls[i].ID, ls[i].Token, 0, 1)
+		_, err := s.Retry(ctx, ls[i].ID, ls[i].Token, 0, 1, "")
 		require.NoError(t, err)
 	}
 	dl, err := s.DeadLetters(ctx, 10)
@@ -652,7 +652,7 @@ func TestClosed(t *testing.T) {
 	_, err := s.Claim(ctx, 1, time.Second, 0)
 	assert.ErrorIs(t, err, durable.ErrClosed)
 	assert.ErrorIs(t, s.Ack(ctx, "a", 1), durable.ErrClosed)
-	_, err = s.Retry(ctx, "a", 1, 0, 1)
+	_, err = s.Retry(ctx, "a", 1, 0, 1, "")
 	assert.ErrorIs(t, err, durable.ErrClosed)
 	assert.ErrorIs(t, s.Extend(ctx, "a", 1, time.Second), durable.ErrClosed)
 	_, err = s.Cancel(ctx, "a")

@@ -111,7 +111,7 @@ func ClaimAhead(t *testing.T, s durable.Store, now func() time.Time) {
 
 	t.Run("ReleaseThenConfirmFails", func(t *testing.T) {
 		l := claimOneAhead(t, s, now(), "release", "v1")
-		dead, err := s.Retry(ctx, "release", l.Token, 0, 100)
+		dead, err := s.Retry(ctx, "release", l.Token, 0, 100, "")
 		require.NoError(t, err)
 		assert.False(t, dead)
 		require.ErrorIs(t, s.Confirm(ctx, "release", l.Token), durable.ErrLeaseLost)
@@ -167,7 +167,7 @@ func requireEmpty(t *testing.T, s durable.Store) {
 }
 
 // Kill enqueues each of ids, due now, and makes it die by failing its only
-// attempt.
+// attempt, with the error text "killed".
 func Kill(t *testing.T, s durable.Store, ids ...string) {
 	t.Helper()
 	ctx := context.Background()
@@ -176,7 +176,7 @@ func Kill(t *testing.T, s durable.Store, ids ...string) {
 		c, err := s.Claim(ctx, 1, time.Minute, 0)
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
-		dead, err := s.Retry(ctx, id, c.Leases[0].Token, 0, 1)
+		dead, err := s.Retry(ctx, id, c.Leases[0].Token, 0, 1, "killed")
 		require.NoError(t, err)
 		require.True(t, dead)
 	}

@@ -1,0 +1,266 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// maxListPage is the most messages one list script returns.
+const maxListPage = 1000
+
+// Get implements durable.Store: one script call on the ID's shard, which
+// only reads. Times are on the clock of the shard's node.
+func (s *Store) Get(ctx context.Context, id string) (durable.Info, error) {
+	r, err := s.run(ctx, getScript, shardOf(id, len(s.shards)), id)
+	if err != nil {
+		return durable.Info{}, wrap("get", err)
+	}
+	if r == int64(0) {
+		return durable.Info{}, fmt.Errorf("%w: %q", durable.ErrNotFound, id)
+	}
+	a, err := replyArray(r, 7)
+	if err != nil {
+		return durable.Info{}, wrap("get", err)
+	}
+	letter, _ := a[0].(string)
+	st := durable.InFlight // f, or a: claimed ahead
+	switch letter {
+	case "p":
+		st = durable.Pending
+	case "d":
+		st = durable.Dead
+	}
+	it, err := inspectItem(st, a[1:])
+	if err != nil {
+		return durable.Info{}, wrap("get", err)
+	}
+	return it.info, nil
+}
+
+// An item is a message listed by a script: its Info, and its position in
+// its state's sorted set.
+type item struct {
+	info   durable.Info
+	score  int64
+	member string
+}
+
+// before reports whether it comes before o in a sorted set: by score,
+// then bytewise by member, as Redis orders them.
+func (it *item) before(o *item) bool {
+	if it.score != o.score {
+		return it.score < o.score
+	}
+	return it.member < o.member
+}
+
+// inspectItem reads the 6 elements of a message in the reply of getScript
+// or listScript: member, score, attempt, enqueued, payload, last error.
+func inspectItem(st durable.State, a []any) (item, error) {
+	if len(a) < 6 {
+		return item{}, fmt.Errorf("redisstore: unexpected item of %d elements", len(a))
+	}
+	member, ok := a[0].(string)
+	if !ok {
+		return item{}, fmt.Errorf("redisstore: unexpected member %T", a[0])
+	}
+	nums, err := replyInts(a[1:3])
+	if err != nil {
+		return item{}, err
+	}
+	enq, _ := a[3].(string)
+	body, err := replyBytes(a[4])
+	if err != nil {
+		return item{}, err
+	}
+	lastErr, err := replyBytes(a[5])
+	if err != nil {
+		return item{}, err
+	}
+	it := item{score: nums[0], member: member}
+	info := durable.Info{ID: member, Payload: body, State: st, Attempt: int(nums[1]), LastError: string(lastErr)}
+	if st != durable.InFlight { // members of pending and dead have a prefix of 20 bytes
+		if len(member) < 20 {
+			return item{}, fmt.Errorf("redisstore: unexpected member %q", member)
+		}
+		info.ID = member[20:]
+	}
+	if enq != "" {
+		us, err := strconv.ParseInt(enq, 10, 64)
+		if err != nil {
+			return item{}, fmt.Errorf("redisstore: unexpected enqueued time %q", enq)
+		}
+		info.EnqueuedAt = time.UnixMicro(us)
+	}
+	switch st {
+	case durable.Pending:
+		ns, _ := strconv.ParseInt(member[:4], 10, 64)
+		info.Due = dueTime(it.score, ns)
+	case durable.InFlight:
+		info.Deadline = time.UnixMicro(it.score)
+	case durable.Dead:
+		info.DiedAt = time.UnixMicro(it.score)
+	}
+	it.info = info
+	return it, nil
+}
+
+// List implements durable.Store. Each shard is read from the cursor by
+// script calls of up to 1000 messages and about 4 MiB of payloads, each
+// O(log N) plus what it returns, and which only read; the calls of a page
+// are not atomic together. With shards, List reads up to limit messages
+// from every shard and merges them in the order of their scores (the due
+// time, deadline or time of death, each on its shard's node's clock),
+// then of their members, which is one order over all the shards: the
+// cursor is a position in it.
+func (s *Store) List(ctx context.Context, st durable.State, cursor string, limit int) ([]durable.Info, string, error) {
+	if s.closed.Load() {
+		return nil, "", durable.ErrClosed
+	}
+	letter, ok := stateLetter(st)
+	if !ok {
+		return nil, "", fmt.Errorf("redisstore: List of an invalid state %v", st)
+	}
+	after, err := parseCursor(letter, cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	if limit < 1 {
+		return nil, "", nil
+	}
+	lists := make([][]item, len(s.shards))
+	ended := make([]bool, len(s.shards))
+	err = s.parallel(func(sh int) error {
+		pos := after
+		for len(lists[sh]) < limit && !ended[sh] {
+			items, end, err := s.listShard(ctx, sh, letter, st, pos, min(limit-len(lists[sh]), maxListPage))
+			if err != nil {
+				return err
+			}
+			lists[sh] = append(lists[sh], items...)
+			ended[sh] = end || len(items) == 0
+			if len(items) > 0 {
+				pos = &items[len(items)-1]
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", wrap("list", err)
+	}
+	out, last, more := mergeItems(lists, ended, limit)
+	next := ""
+	if more {
+		next = formatCursor(letter, last)
+	}
+	return out, next, nil
+}
+
+// mergeItems takes up to limit items from lists, each in order, in order.
+// It returns them, the last taken, and whether any item is left (in
+// lists, or in a shard that has not ended).
+func mergeItems(lists [][]item, ended []bool, limit int) ([]durable.Info, *item, bool) {
+	var out []durable.Info
+	var last *item
+	for len(out) < limit {
+		best := -1
+		for sh, l := range lists {
+			if len(l) > 0 && (best < 0 || l[0].before(&lists[best][0])) {
+				best = sh
+			}
+		}
+		if best < 0 {
+			break
+		}
+		last = &lists[best][0]
+		out = append(out, last.info)
+		lists[best] = lists[best][1:]
+	}
+	for sh, l := range lists {
+		if len(l) > 0 || !ended[sh] {
+			return out, last, last != nil
+		}
+	}
+	return out, last, false
+}
+
+// listShard is one list script call on shard sh.
+func (s *Store) listShard(ctx context.Context, sh int, letter string, st durable.State, after *item, n int) ([]item, bool, error) {
+	score, member := "", ""
+	if after != nil {
+		score, member = strconv.FormatInt(after.score, 10), after.member
+	}
+	r, err := s.run(ctx, listScript, sh, letter, score, member, n, maxReadBytes)
+	if err != nil {
+		return nil, false, err
+	}
+	reply, err := replyArray(r, 2)
+	if err != nil {
+		return nil, false, err
+	}
+	end, err := replyInt(reply[0])
+	if err != nil {
+		return nil, false, err
+	}
+	a, err := replyArray(reply[1], -1)
+	if err != nil {
+		return nil, false, err
+	}
+	items := make([]item, 0, len(a)/6)
+	for i := 0; i+6 <= len(a); i += 6 {
+		it, err := inspectItem(st, a[i:i+6])
+		if err != nil {
+			return nil, false, err
+		}
+		items = append(items, it)
+	}
+	return items, end == 1, nil
+}
+
+func stateLetter(st durable.State) (string, bool) {
+	switch st {
+	case durable.Pending:
+		return "p", true
+	case durable.InFlight:
+		return "f", true
+	case durable.Dead:
+		return "d", true
+	}
+	return "", false
+}
+
+// A cursor is the state's letter, the score of the last message listed,
+// a dot and its member in unpadded base64url.
+func formatCursor(letter string, it *item) string {
+	return letter + strconv.FormatInt(it.score, 10) + "." + base64.RawURLEncoding.EncodeToString([]byte(it.member))
+}
+
+func parseCursor(letter, cursor string) (*item, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	bad := fmt.Errorf("%w: %q is not a cursor of %s messages", durable.ErrInvalidCursor, cursor, letter)
+	rest, ok := strings.CutPrefix(cursor, letter)
+	if !ok {
+		return nil, bad
+	}
+	score, member, ok := strings.Cut(rest, ".")
+	if !ok {
+		return nil, bad
+	}
+	n, err := strconv.ParseInt(score, 10, 64)
+	if err != nil {
+		return nil, bad
+	}
+	m, err := base64.RawURLEncoding.DecodeString(member)
+	if err != nil || len(m) == 0 {
+		return nil, bad
+	}
+	return &item{score: n, member: string(m)}, nil
+}

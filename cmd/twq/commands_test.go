@@ -180,7 +180,8 @@ func TestEnqueueRejectsInvalidMessages(t *testing.T) {
 func TestReadOnlyCommandsWriteNothing(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *backend) {
 		check := b.unchanged(t)
-		for _, args := range [][]string{{"stats"}, {"dead"}, {"dead", "-limit", "1"}} {
+		for _, args := range [][]string{{"stats"}, {"dead"}, {"dead", "-limit", "1"}, {"get", "p1"},
+			{"list", "pending"}, {"list", "in-flight"}, {"list", "dead", "-limit", "1"}} {
 			twq(t, append([]string{b.queue}, args...)...).ok(t)
 			twq(t, append([]string{"-json", b.queue}, args...)...).ok(t)
 		}

@@ -1,22 +1,17 @@
-//go:build twqinspect
-
-// This file needs durable's Queue.Get and Queue.List (issue #14): build
-// twq with -tags twqinspect once package durable has them.
-
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
-// An inspector reads what a queue holds: *durable.Queue is one.
+// An inspector reads what a queue holds: a durable.Store is one, and so
+// is a *durable.Queue.
 type inspector interface {
 	// Get returns what the queue holds under id, or an error wrapping
 	// durable.ErrNotFound.
@@ -26,21 +21,9 @@ type inspector interface {
 	List(ctx context.Context, s durable.State, cursor string, limit int) ([]durable.Info, string, error)
 }
 
-// inspect runs f with an inspector over h's store: a durable.Queue made
-// with durable.New, closed after f. New reaps the leases that expired: on
-// a file that happens in twq's private snapshot, but on Redis it is a
-// write (issue #14: durable is to offer inspection that does not reap).
-// The queue allows as many attempts as it can, so that its reap returns
-// an expired lease to pending rather than killing a message that the
-// service, with its own WithMaxAttempts, would have retried.
-func inspect(h *handle, f func(inspector) error) error {
-	q, err := durable.New(h.store, durable.WithMaxAttempts(math.MaxInt32))
-	if err != nil {
-		return err
-	}
-	defer q.Close()
-	return f(q)
-}
+// inspect runs f with an inspector over h's store: the store itself, not
+// a durable.Queue, whose New would reap expired leases (a write).
+func inspect(h *handle, f func(inspector) error) error { return f(h.store) }
 
 func parseGet(name string, args []string, o *options) (action, error) {
 	pos, err := argsExactly(newFlagSet(name, o), args, 1, "the ID of the message to show")

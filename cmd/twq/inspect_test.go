@@ -1,5 +1,3 @@
-//go:build twqinspect
-
 package main
 
 import (

@@ -1,8 +1,8 @@
 // Command twq inspects and repairs a durable queue (package durable) kept
-// in a file or on Redis: counts, dead letters, requeue, cancel, enqueue,
-// and, with the inspection API of package durable, get and list.
+// in a file or on Redis: stats, get, list by state, dead letters, requeue,
+// cancel, enqueue.
 //
-//	twq [-json] [-lock-timeout D] <queue> <command> [args]
+//	twq [-json] [-timeout D] <queue> <command> [args]
 //
 // <queue> is a file path, or redis://[user:password@]host:port/db?queue=NAME
 // (rediss:// for TLS). Run twq -h for the commands. Read-only commands

@@ -1,3 +1,6 @@
+//go:build unix
+
+// The replication tests stop a replica with SIGSTOP: Unix only.
 package redisstore
 
 import (

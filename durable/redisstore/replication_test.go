@@ -1,6 +1,7 @@
 //go:build unix
 
 // The replication tests stop a replica with SIGSTOP: Unix only.
+
 package redisstore
 
 import (

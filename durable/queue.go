@@ -391,6 +391,9 @@ func (q *Queue) sleep(ctx context.Context, d time.Duration) error {
 // DeadLetters returns up to limit dead messages, in the order they died;
 // the Due of each is when it died. List(ctx, Dead, cursor, limit) pages
 // through the same, with DiedAt, Attempt, LastError and EnqueuedAt.
+//
+// Deprecated: use List with Dead, whose Info gives each time a field of
+// its own (DiedAt) rather than reusing Message.Due.
 func (q *Queue) DeadLetters(ctx context.Context, limit int) ([]Message, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("durable: DeadLetters limit must be positive, got %d", limit)

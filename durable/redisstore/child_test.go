@@ -73,28 +73,30 @@ func runChild() bool {
 	return true
 }
 
-func childQueueOpen() (*redis.Client, *Store, *durable.Queue, error) {
-	return childQueueOpenWrapped(func(s *Store) durable.Store { return s })
-}
-
-// childQueueOpenWrapped is childQueueOpen with the queue over wrap(store).
-func childQueueOpenWrapped(wrap func(*Store) durable.Store) (*redis.Client, *Store, *durable.Queue, error) {
+// withChildQueue opens the child's queue, over wrap(store) (nil: the
+// store itself), runs fn with it, and closes the queue, the store and the
+// client.
+func withChildQueue(wrap func(*Store) durable.Store, fn func(q *durable.Queue) error) error {
 	c := redis.NewClient(&redis.Options{Network: "unix", Addr: os.Getenv(childAddrEnv), PoolSize: 32})
+	defer c.Close()
 	s, err := New(c, childQueue)
 	if err != nil {
-		_ = c.Close()
-		return nil, nil, nil, err
+		return err
 	}
-	q, err := durable.New(wrap(s),
+	defer s.Close()
+	var store durable.Store = s
+	if wrap != nil {
+		store = wrap(s)
+	}
+	q, err := durable.New(store,
 		durable.WithVisibilityTimeout(childVisibility),
 		durable.WithMaxAttempts(1000),
 		durable.WithBackoff(func(int) time.Duration { return childBackoff }))
 	if err != nil {
-		_ = s.Close()
-		_ = c.Close()
-		return nil, nil, nil, err
+		return err
 	}
-	return c, s, q, nil
+	defer q.Close()
+	return fn(q)
 }
 
 // runProducer enqueues the messages from 16 goroutines, and fails if any
@@ -109,13 +111,11 @@ func runProducer() error {
 		return err
 	}
 	start := time.Unix(0, startNs)
-	c, s, q, err := childQueueOpen()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	defer s.Close()
-	defer q.Close()
+	return withChildQueue(nil, func(q *durable.Queue) error { return produce(q, n, start) })
+}
+
+// produce enqueues messages 0 to n-1 from 16 goroutines.
+func produce(q *durable.Queue, n int, start time.Time) error {
 	var next atomic.Int64
 	errs := make([]error, 16)
 	var wg sync.WaitGroup
@@ -153,16 +153,9 @@ func runConsumer() error {
 		return err
 	}
 	defer f.Close()
-	c, s, q, err := childQueueOpen()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	defer s.Close()
-	defer q.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	return receiveAndLog(ctx, q, f, childReceivers)
+	return withChildQueue(nil, func(q *durable.Queue) error { return receiveAndLog(ctx, q, f, childReceivers) })
 }
 
 // receiveAndLog receives and acks from n goroutines until ctx ends,

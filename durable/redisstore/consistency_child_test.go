@@ -80,15 +80,16 @@ func runMutator() error {
 		defer mu.Unlock()
 		fmt.Fprintf(f, format, args...)
 	}
-	c, s, q, err := childQueueOpenWrapped(func(s *Store) durable.Store { return &pausingStore{Store: s, write: write} })
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	defer s.Close()
-	defer q.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	pausing := func(s *Store) durable.Store { return &pausingStore{Store: s, write: write} }
+	return withChildQueue(pausing, func(q *durable.Queue) error { return mutateAll(ctx, q, f, n, start, write) })
+}
+
+// mutateAll receives (and logs) from the mutator's receivers while it
+// enqueues, then cancels or replaces, each of the n messages near its due
+// time; it returns once ctx ends.
+func mutateAll(ctx context.Context, q *durable.Queue, f *os.File, n int, start time.Time, write func(string, ...any)) error {
 	recvErr := make(chan error, 1)
 	go func() { recvErr <- receiveAndLog(ctx, q, f, mutatorReceivers) }()
 
@@ -101,7 +102,7 @@ func runMutator() error {
 	}
 	wg.Wait()
 	write("X\n")
-	err = errors.Join(errs...)
+	err := errors.Join(errs...)
 	<-ctx.Done()
 	return errors.Join(err, <-recvErr)
 }

@@ -57,8 +57,18 @@ func TestShorterLeaseIsReapedAtItsNewDeadline(t *testing.T) {
 	require.NoError(t, d.Extend(ctx, time.Second))
 	got := waitingReceive(t, q)
 	mock.Add(time.Second) // the new deadline: reaped, due 1s later
-	require.Eventually(t, func() bool { return stats(t, q).Pending == 1 }, 5*time.Second, time.Millisecond,
-		"the shortened lease was not reaped at its deadline")
+	// Wait for the queue to arm its due timer from the reap's report, not
+	// only for the store to show the message pending: the queue translates
+	// the store's due time to a wait from its own now, so a clock moved in
+	// between would move the timer too.
+	require.Eventually(t, func() bool {
+		if stats(t, q).Pending != 1 {
+			return false
+		}
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return !q.reaping && !q.dueAt.IsZero()
+	}, 5*time.Second, time.Millisecond, "the shortened lease was not reaped at its deadline")
 	mock.Add(time.Second)
 	select {
 	case d2 := <-got:

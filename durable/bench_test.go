@@ -27,6 +27,12 @@ func openBench(b *testing.B, opts ...durable.Option) *durable.Queue {
 	return q
 }
 
+// reportFsyncs reports the commits (one fsync each) of q since commits
+// per message.
+func reportFsyncs(b *testing.B, q *durable.Queue, commits int64) {
+	b.ReportMetric(float64(durable.Commits(q)-commits)/float64(b.N), "fsyncs/msg")
+}
+
 // BenchmarkEnqueue is durable enqueues (each fsynced, in group commits)
 // from 1, 8 and 64 producers at once.
 func BenchmarkEnqueue(b *testing.B) {
@@ -34,11 +40,13 @@ func BenchmarkEnqueue(b *testing.B) {
 		b.Run(fmt.Sprintf("producers=%d", producers), func(b *testing.B) {
 			q := openBench(b)
 			b.ResetTimer()
+			commits := durable.Commits(q)
 			rate, err := durablebench.EnqueueRate(context.Background(), q, "m", producers, b.N, benchPayload)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ReportMetric(rate, "enqueues/s")
+			reportFsyncs(b, q, commits)
 		})
 	}
 }
@@ -52,11 +60,13 @@ func BenchmarkReceiveAck(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	commits := durable.Commits(q)
 	rate, err := durablebench.ReceiveAckRate(ctx, q, 8, b.N)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(rate, "receive+acks/s")
+	reportFsyncs(b, q, commits)
 }
 
 // BenchmarkLateness is how late messages are received after their due

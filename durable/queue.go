@@ -218,26 +218,41 @@ const claimAhead = 50 * time.Millisecond // the default of config.claimAhead
 // otherwise (the store is down), it does not return the message either,
 // which comes back when its lease expires.
 func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
+	for {
+		ds, err := q.claimDue(ctx, func() int { return 1 })
+		if err != nil {
+			return nil, err
+		}
+		d, err := q.deliver(ds[0])
+		if errors.Is(err, errRevoked) {
+			continue
+		}
+		return d, err
+	}
+}
+
+// claimDue waits until messages are due and claims up to want() of them
+// (want is asked before each claim, and is 1 or more), earliest first. It
+// returns at least one, each to be handed out with deliver. Once the store
+// leased them it returns them even if ctx ended meanwhile: a lease taken
+// is handed out. Its errors are Receive's.
+func (q *Queue) claimDue(ctx context.Context, want func() int) ([]*Delivery, error) {
 	var lastErr error
 	for failures := 0; ; {
 		if err := q.enterClaim(); err != nil {
 			return nil, err
 		}
-		c, err := q.store.Claim(ctx, 1, q.cfg.visibility, q.cfg.claimAhead)
+		c, err := q.store.Claim(ctx, want(), q.cfg.visibility, q.cfg.claimAhead)
 		q.claimDone()
 		if err == nil {
-			// Even if ctx ended meanwhile: a lease taken is handed out.
 			failures, lastErr = 0, nil
 			q.schedule(c.Now, c.NextDue, c.NextDeadline, c.DueSoon)
 			if len(c.Leases) > 0 {
-				d, err := q.handOut(q.delivery(c.Now, c.Leases[0]))
-				if errors.Is(err, errRevoked) {
-					continue
+				ds := make([]*Delivery, len(c.Leases))
+				for i, l := range c.Leases {
+					ds[i] = q.delivery(c.Now, l)
 				}
-				if err == nil {
-					q.observe(Event{Kind: EventDelivered, ID: d.ID, Attempt: d.Attempt, Lateness: q.clock.Since(d.Due)})
-				}
-				return d, err
+				return ds, nil
 			}
 			if err := q.await(ctx); err != nil {
 				return nil, err
@@ -258,6 +273,16 @@ func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 			return nil, ctxError(ctx, lastErr)
 		}
 	}
+}
+
+// deliver hands d out (see handOut) and reports the delivery to the
+// observer.
+func (q *Queue) deliver(d *Delivery) (*Delivery, error) {
+	d, err := q.handOut(d)
+	if err == nil {
+		q.observe(Event{Kind: EventDelivered, ID: d.ID, Attempt: d.Attempt, Lateness: q.clock.Since(d.Due)})
+	}
+	return d, err
 }
 
 // errRevoked is handOut's error for a message replaced or cancelled while

@@ -11,7 +11,8 @@ import (
 
 // BenchmarkRunVsReceiveLoop is receive+ack of b.N messages already due with
 // 8 workers, by a hand-written Receive/Ack loop and by Queue.Run (which
-// adds lease keeping, panic recovery and the observer), side by side.
+// adds lease keeping, panic recovery and the observer, and claims for
+// many workers at once and writes acks in the background), side by side.
 func BenchmarkRunVsReceiveLoop(b *testing.B) {
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -27,11 +28,13 @@ func BenchmarkRunVsReceiveLoop(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
+			commits := durable.Commits(q)
 			rate, err := c.consume(ctx, q, 8, b.N)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ReportMetric(rate, "receive+acks/s")
+			reportFsyncs(b, q, commits)
 		})
 	}
 }

@@ -1,0 +1,201 @@
+package durable
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// claimRecorder is a Store that records the limit of each Claim, and can
+// hold Acks until told to go on.
+type claimRecorder struct {
+	Store
+	mu       sync.Mutex
+	limits   []int
+	holdAcks chan struct{} // nil: acks go through
+	acking   chan string   // told of each Ack held
+}
+
+func (s *claimRecorder) Claim(ctx context.Context, limit int, lease, ahead time.Duration) (Claimed, error) {
+	s.mu.Lock()
+	s.limits = append(s.limits, limit)
+	s.mu.Unlock()
+	return s.Store.Claim(ctx, limit, lease, ahead)
+}
+
+func (s *claimRecorder) Ack(ctx context.Context, id string, token uint64) error {
+	if s.holdAcks != nil {
+		s.acking <- id
+		<-s.holdAcks
+	}
+	return s.Store.Ack(ctx, id, token)
+}
+
+func (s *claimRecorder) claimLimits() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int(nil), s.limits...)
+}
+
+func recordedQueue(t *testing.T, opts ...Option) (*Queue, *clock.Mock, *claimRecorder) {
+	t.Helper()
+	mock := clock.NewMock()
+	mock.Set(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+	bolt, err := OpenBoltStore(filepath.Join(t.TempDir(), "queue.db"), WithClock(mock))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, bolt.Close()) })
+	store := &claimRecorder{Store: bolt}
+	q, err := New(store, append([]Option{WithClock(mock), withClaimAhead(0)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, q.Close()) })
+	return q, mock, store
+}
+
+func TestRunClaimsForAllItsIdleWorkersAtOnce(t *testing.T) {
+	q, mock, store := recordedQueue(t)
+	ids := make([]string, 20)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("m%02d", i)
+	}
+	enqueueDueNow(t, q, mock, ids...)
+	stop := runInBackground(t, q, 8, func(context.Context, *Delivery) error { return nil })
+	require.Eventually(t, drained(t, q), 5*time.Second, time.Millisecond)
+	require.NoError(t, stop())
+	limits := store.claimLimits()
+	require.NotEmpty(t, limits)
+	assert.Equal(t, 8, limits[0], "the first claim is for the 8 idle workers, in one store call")
+	assert.Less(t, len(limits), len(ids), "claims carry several messages")
+}
+
+func TestRunWritesAcksInTheBackgroundAndReturnsAfterThem(t *testing.T) {
+	q, mock, store := recordedQueue(t)
+	store.holdAcks = make(chan struct{})
+	store.acking = make(chan string, 2)
+	enqueueDueNow(t, q, mock, "a", "b")
+	handled := make(chan string, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	result := make(chan error, 1)
+	go func() {
+		result <- q.Run(ctx, 1, func(_ context.Context, d *Delivery) error {
+			handled <- d.ID
+			return nil
+		})
+	}()
+	// One worker handles both while the first ack is held: the worker
+	// does not wait for it.
+	first, second := <-handled, <-handled
+	assert.Equal(t, []string{"a", "b"}, []string{first, second})
+	assert.Equal(t, "a", <-store.acking)
+	cancel()
+	select {
+	case err := <-result:
+		t.Fatalf("Run returned (%v) with acks not written", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(store.holdAcks)
+	require.NoError(t, <-result)
+	assert.True(t, drained(t, q)(), "both acks written when Run returned")
+}
+
+func TestRunGivesBackClaimedMessagesNoWorkerStarted(t *testing.T) {
+	q, mock, _ := testQueue(t)
+	enqueueDueNow(t, q, mock, "a", "b")
+	ds, err := q.claimDue(context.Background(), func() int { return 2 })
+	require.NoError(t, err)
+	require.Len(t, ds, 2)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Run's ctx ended with both waiting for a worker
+	r := newRunner(ctx, q, func(context.Context, *Delivery) error {
+		t.Error("a handler ran after Run's ctx ended")
+		return nil
+	}, 1)
+	r.pending.Add(2)
+	r.jobs <- ds[0]
+	r.jobs <- ds[1]
+	close(r.jobs)
+	r.work()
+	st, err := q.Stats(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, [2]int{2, 0}, [2]int{st.Pending, st.InFlight}, "both pending again")
+	d := receive(t, q)
+	assert.Equal(t, "a", d.ID, "due as before, in the same order")
+	assert.Equal(t, 2, d.Attempt, "the attempt claimed stays counted")
+}
+
+func TestRunExtendsALeaseThatWaitedBeforeItsHandlerStarts(t *testing.T) {
+	const visibility = 30 * time.Second
+	q, mock, _ := testQueue(t, WithVisibilityTimeout(visibility))
+	enqueueDueNow(t, q, mock, "a")
+	ds, err := q.claimDue(context.Background(), func() int { return 1 })
+	require.NoError(t, err)
+	mock.Add(visibility / 2) // waited half its lease for a worker
+
+	var deadline time.Time
+	r := newRunner(context.Background(), q, func(_ context.Context, d *Delivery) error {
+		deadline = d.Deadline
+		info, err := q.Get(context.Background(), d.ID)
+		require.NoError(t, err)
+		assert.WithinDuration(t, mock.Now().Add(visibility), info.Deadline, 0, "extended in the store before the handler")
+		return nil
+	}, 1)
+	r.pending.Add(1)
+	r.jobs <- ds[0]
+	close(r.jobs)
+	r.work()
+	r.acks.Wait()
+	assert.WithinDuration(t, mock.Now().Add(visibility), deadline, 0)
+	assert.True(t, drained(t, q)())
+}
+
+func TestRunDoesNotStartAHandlerOnALeaseLostWhileItWaited(t *testing.T) {
+	const visibility = 30 * time.Second
+	q, mock, _ := testQueue(t, WithVisibilityTimeout(visibility))
+	enqueueDueNow(t, q, mock, "a")
+	ds, err := q.claimDue(context.Background(), func() int { return 1 })
+	require.NoError(t, err)
+	mock.Add(visibility / 2)
+	require.NoError(t, q.Enqueue(context.Background(), Message{ID: "a", Payload: []byte("v2"), Due: mock.Now().Add(time.Hour)}))
+
+	r := newRunner(context.Background(), q, func(context.Context, *Delivery) error {
+		t.Error("the handler ran on a replaced message")
+		return nil
+	}, 1)
+	r.pending.Add(1)
+	r.jobs <- ds[0]
+	close(r.jobs)
+	r.work()
+	info, err := q.Get(context.Background(), "a")
+	require.NoError(t, err)
+	assert.Equal(t, "v2", string(info.Payload))
+	assert.Equal(t, Pending, info.State)
+}
+
+func TestRunWindowFollowsTheHandlersPace(t *testing.T) {
+	r := newRunner(context.Background(), nil, nil, 8)
+	assert.Equal(t, 8, r.demand(), "idle: one for each worker")
+	r.adjustWindow(10) // quick handlers: 10 done during a claim
+	assert.Equal(t, 20, r.window)
+	r.pending.Store(20)
+	assert.Equal(t, 0, r.demand(), "8 in hand and 12 waiting: no claim yet")
+	r.pending.Store(17)
+	assert.Equal(t, 11, r.demand(), "half the window taken: claim for workers plus window")
+	r.adjustWindow(100)
+	assert.Equal(t, 8*prefetchPerWorker, r.window, "bounded")
+	for range 20 {
+		r.adjustWindow(0) // slow handlers: none done during a claim
+	}
+	assert.Equal(t, 0, r.window, "nothing waits for slow handlers")
+	r.pending.Store(7)
+	assert.Equal(t, 1, r.demand(), "one worker free: claim one")
+	r.pending.Store(8)
+	assert.Equal(t, 0, r.demand())
+}

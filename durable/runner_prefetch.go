@@ -35,11 +35,11 @@ type runner struct {
 
 	jobs     chan *Delivery // claimed, waiting for a worker; never full when sent to
 	workers  int
-	pending  atomic.Int64 // messages sent to jobs that no worker is done with
-	finished atomic.Int64 // messages the workers are done with
-	wake     chan struct{}  // a worker went idle (capacity 1)
-	window   int            // messages claimed for workers that will finish meanwhile
-	most     int            // the largest window
+	pending  atomic.Int64  // messages sent to jobs that no worker is done with
+	finished atomic.Int64  // messages the workers are done with
+	wake     chan struct{} // a worker went idle (capacity 1)
+	window   int           // messages claimed for workers that will finish meanwhile
+	most     int           // the largest window
 
 	acks     sync.WaitGroup // acks being written
 	ackSlots chan struct{}  // one token per ack being written

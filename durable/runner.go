@@ -47,8 +47,8 @@ const settleTimeout = 10 * time.Second
 // fails). Acks are written in the background as handlers return, those
 // of several handlers together (one transaction and fsync for many on
 // the file, one script call on Redis), so that a worker takes its next
-// message without waiting for the write; at most maxPendingAcks acks wait
-// to be written, and Run returns only once every ack was written or
+// message without waiting for the write; at most 256 acks wait to be
+// written (a worker with one more waits for room), and Run returns only once every ack was written or
 // failed. An ack that fails is logged: the message is delivered again
 // when its lease expires (at least once). Retries are written before the
 // worker goes on.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,7 +33,9 @@ func (s *claimRecorder) Claim(ctx context.Context, limit int, lease, ahead time.
 
 func (s *claimRecorder) Ack(ctx context.Context, id string, token uint64) error {
 	if s.holdAcks != nil {
-		s.acking <- id
+		if s.acking != nil {
+			s.acking <- id
+		}
 		<-s.holdAcks
 	}
 	return s.Store.Ack(ctx, id, token)
@@ -103,6 +106,31 @@ func TestRunWritesAcksInTheBackgroundAndReturnsAfterThem(t *testing.T) {
 	close(store.holdAcks)
 	require.NoError(t, <-result)
 	assert.True(t, drained(t, q)(), "both acks written when Run returned")
+}
+
+func TestRunHoldsAtMost256AcksWaiting(t *testing.T) {
+	q, mock, store := recordedQueue(t)
+	store.holdAcks = make(chan struct{})
+	const n = maxPendingAcks + 10
+	msgs := make([]Message, n)
+	for i := range msgs {
+		msgs[i] = Message{ID: fmt.Sprintf("m%03d", i), Due: mock.Now()}
+	}
+	require.NoError(t, store.Enqueue(context.Background(), msgs))
+	var handled atomic.Int32
+	stop := runInBackground(t, q, 1, func(context.Context, *Delivery) error {
+		handled.Add(1)
+		return nil
+	})
+	// The worker handles 256 whose acks wait, and one more, whose ack
+	// waits for room.
+	require.Eventually(t, func() bool { return handled.Load() == maxPendingAcks+1 }, 5*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // room for a wrong handler to run
+	assert.Equal(t, int32(maxPendingAcks+1), handled.Load())
+	close(store.holdAcks)
+	require.Eventually(t, drained(t, q), 5*time.Second, time.Millisecond)
+	require.NoError(t, stop())
+	assert.Equal(t, int32(n), handled.Load())
 }
 
 func TestRunGivesBackClaimedMessagesNoWorkerStarted(t *testing.T) {

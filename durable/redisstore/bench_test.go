@@ -192,3 +192,68 @@ func BenchmarkIdle(b *testing.B) {
 	b.ReportMetric(float64(after.commands-before.commands-1)/secs, "redis-cmds/s")
 	b.ReportMetric(float64((after.cpu-before.cpu).Microseconds())/1000/secs, "redis-cpu-ms/s")
 }
+
+// BenchmarkClaimAck is the store alone, as a queue that claims several
+// messages at a time uses it: 8 goroutines each Claim up to limit
+// messages already due, then Ack each one, one call at a time (the acks
+// of the 8 go through the group commit together).
+func BenchmarkClaimAck(b *testing.B) {
+	for _, limit := range []int{1, 64} {
+		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
+			srv := startRedis(b)
+			c := srv.client(b)
+			ctx := context.Background()
+			s, err := New(c, "bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if err := durablebench.PreloadStore(ctx, s, "m", b.N, benchPayload, func(int) time.Time { return time.Time{} }); err != nil {
+				b.Fatal(err)
+			}
+			sent := new(atomic.Int64)
+			o := srv.options()
+			o.PoolSize = 128
+			bc := redis.NewClient(o)
+			defer bc.Close()
+			bc.AddHook(countHook{sent})
+			bs, err := New(bc, "bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer bs.Close()
+			sent0, before := sent.Load(), readServerStats(b, c)
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			errs := make([]error, 8)
+			for i := range errs {
+				wg.Go(func() {
+					for {
+						cl, err := bs.Claim(ctx, limit, time.Minute, 0)
+						if err != nil || len(cl.Leases) == 0 {
+							errs[i] = err // all due: none left to claim
+							return
+						}
+						for _, l := range cl.Leases {
+							if err := bs.Ack(ctx, l.ID, l.Token); err != nil {
+								errs[i] = err
+								return
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			for _, err := range errs {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "claim+acks/s")
+			perMessage(b, c, b.N, sent, sent0, before)
+		})
+	}
+}

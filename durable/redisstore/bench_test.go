@@ -21,7 +21,8 @@ import (
 // package durablebench, as the bbolt store's benchmarks and twbench do.
 // Besides the rate, they report the commands the clients sent per message
 // (sent-cmds/msg, EVALSHA mostly) and the commands Redis processed per
-// message, those the scripts call included (redis-cmds/msg).
+// message, those the scripts call included (redis-cmds/msg), and Redis's
+// CPU time per message (redis-cpu-us/msg).
 const benchPayload = 100
 
 // benchQueue returns a queue on a store on a client of its own, whose
@@ -54,6 +55,7 @@ func perMessage(b *testing.B, c redis.UniversalClient, n int, sent *atomic.Int64
 	after := readServerStats(b, c)
 	b.ReportMetric(float64(sent.Load()-sent0)/float64(n), "sent-cmds/msg")
 	b.ReportMetric(float64(after.commands-before.commands-1)/float64(n), "redis-cmds/msg")
+	b.ReportMetric(float64((after.cpu-before.cpu).Microseconds())/float64(n), "redis-cpu-us/msg")
 }
 
 // BenchmarkEnqueue is enqueues per second through a queue, from 1, 8 and

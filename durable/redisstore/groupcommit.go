@@ -52,10 +52,12 @@ type committer struct {
 	// maxSize and maxBytes bound a batch: a call joins one only if the
 	// batch stays within both; the first call of a batch always goes.
 	maxSize, maxBytes int
+	// maxInFlight is the most batches in flight at once (1 or more).
+	maxInFlight int
 
-	mu     sync.Mutex
-	busy   bool // a batch is in flight
-	queued []*groupCall
+	mu       sync.Mutex
+	inFlight int // batches sent and not answered
+	queued   []*groupCall
 
 	// batches counts the batches sent, and calls the calls they carried,
 	// for the tests.
@@ -72,8 +74,8 @@ func (b *committer) do(ctx context.Context, c *groupCall) error {
 	c.ctx = ctx
 	c.done = make(chan struct{}, 1)
 	b.mu.Lock()
-	if !b.busy {
-		b.busy = true
+	if b.inFlight < b.maxInFlight {
+		b.inFlight++
 		b.mu.Unlock()
 		c.batch = []*groupCall{c}
 	} else {
@@ -142,7 +144,7 @@ func (b *committer) handOver() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.queued) == 0 {
-		b.busy = false
+		b.inFlight--
 		return
 	}
 	n, size, bytes := 0, 0, 0

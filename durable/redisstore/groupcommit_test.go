@@ -393,7 +393,7 @@ func TestGroupCommitLeadFiltersEndedContexts(t *testing.T) {
 		return &groupCall{ctx: ctx, id: id, size: 1, done: make(chan struct{}, 1)}
 	}
 	lead, ended, alive := mk(ctx, "lead"), mk(gone, "ended"), mk(ctx, "alive")
-	b.busy = true
+	b.maxInFlight, b.inFlight = 1, 1
 	b.lead([]*groupCall{lead, ended, alive})
 	assert.Equal(t, [][]string{{"lead", "alive"}}, sent)
 	require.NoError(t, lead.err)
@@ -401,7 +401,7 @@ func TestGroupCommitLeadFiltersEndedContexts(t *testing.T) {
 	require.NoError(t, alive.err)
 	assert.Len(t, ended.done, 1, "answered")
 	assert.Len(t, alive.done, 1, "answered")
-	assert.False(t, b.busy, "nothing queued: idle")
+	assert.Zero(t, b.inFlight, "nothing queued: idle")
 }
 
 // TestGroupCommitHandOverBounds: the calls queued go to the next batch up
@@ -412,7 +412,7 @@ func TestGroupCommitHandOverBounds(t *testing.T) {
 		return &groupCall{ctx: ctx, size: size, bytes: bytes, done: make(chan struct{}, 1)}
 	}
 	big, a, bb, cc := mk(9, 10), mk(2, 10), mk(2, 80), mk(1, 20)
-	b.busy = true
+	b.maxInFlight, b.inFlight = 1, 1
 	b.queued = []*groupCall{big, a, bb, cc}
 	b.handOver()
 	assert.Equal(t, []*groupCall{big}, big.batch, "a call over the bounds goes alone")
@@ -421,9 +421,9 @@ func TestGroupCommitHandOverBounds(t *testing.T) {
 	assert.Equal(t, []*groupCall{a, bb}, a.batch, "4 messages, 90 bytes")
 	b.handOver()
 	assert.Equal(t, []*groupCall{cc}, cc.batch)
-	assert.True(t, b.busy)
+	assert.Equal(t, 1, b.inFlight)
 	b.handOver()
-	assert.False(t, b.busy)
+	assert.Zero(t, b.inFlight)
 }
 
 // TestBatchContext: a batch's context ends when every call's has, not

@@ -58,6 +58,19 @@ func perMessage(b *testing.B, c redis.UniversalClient, n int, sent *atomic.Int64
 	b.ReportMetric(float64((after.cpu-before.cpu).Microseconds())/float64(n), "redis-cpu-us/msg")
 }
 
+// finishRate stops the timer, fails on the first of errs, and reports b.N
+// messages since start as a rate in unit.
+func finishRate(b *testing.B, start time.Time, errs []error, unit string) {
+	elapsed := time.Since(start)
+	b.StopTimer()
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), unit)
+}
+
 // BenchmarkEnqueue is enqueues per second through a queue, from 1, 8 and
 // 64 producers at once.
 func BenchmarkEnqueue(b *testing.B) {
@@ -118,14 +131,7 @@ func BenchmarkReceiveAck(b *testing.B) {
 				})
 			}
 			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			for _, err := range errs {
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "receive+acks/s")
+			finishRate(b, start, errs, "receive+acks/s")
 			perMessage(b, c, b.N, sent, sent0, before)
 		})
 	}
@@ -247,14 +253,7 @@ func BenchmarkClaimAck(b *testing.B) {
 				})
 			}
 			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			for _, err := range errs {
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "claim+acks/s")
+			finishRate(b, start, errs, "claim+acks/s")
 			perMessage(b, c, b.N, sent, sent0, before)
 		})
 	}

@@ -63,6 +63,9 @@ type Store struct {
 	shards  []shard
 	cluster bool
 
+	// commits are the group commits of each shard (see groupcommit.go).
+	commits []shardCommits
+
 	rr     atomic.Uint64 // rotates the first shard of Claim and Reap
 	closed atomic.Bool
 	wake   notifier
@@ -96,6 +99,7 @@ func New(client redis.UniversalClient, queue string, opts ...Option) (*Store, er
 	s := &Store{client: client, queue: queue, opts: o}
 	_, s.cluster = client.(*redis.ClusterClient)
 	s.shards = newShards(queue, o.shards)
+	s.commits = s.newCommits()
 	s.wake.init(s)
 
 	if err := s.startChecks(); err != nil {
@@ -167,15 +171,19 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, sh int, args ...any) 
 }
 
 // Enqueue implements durable.Store. It validates every message before
-// writing any, and writes them with one script call, or, for a large
-// batch (more than 500 messages or 4 MiB) or one over several shards,
-// with a MULTI/EXEC transaction of several. With shards on Redis Cluster,
-// the batch is atomic within each shard only (see WithShards).
+// writing any. A batch that fits one script call (500 messages and 4 MiB)
+// of one shard goes through the shard's group commit (see
+// groupcommit.go): it is written by one script call, with the Enqueue
+// calls of other goroutines that came while the previous call was in
+// flight, each call atomic. A larger batch, or one over several shards,
+// is written with a MULTI/EXEC transaction of several script calls. With
+// shards on Redis Cluster, the batch is atomic within each shard only
+// (see WithShards).
 //
 // Each call has a random nonce, stored with the messages it writes: if
-// go-redis sends the call again because its reply was lost, the messages
-// already written are left as they are, even if a consumer has claimed
-// one meanwhile (see the package documentation).
+// go-redis sends the script call again because its reply was lost, the
+// messages already written are left as they are, even if a consumer has
+// claimed one meanwhile (see the package documentation).
 func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 	if s.closed.Load() {
 		return durable.ErrClosed
@@ -198,17 +206,16 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 		sh := shardOf(m.ID, len(s.shards))
 		cs := calls[sh]
 		if len(cs) == 0 || !cs[len(cs)-1].fits(len(m.Payload)) {
-			cs = append(cs, &enqueueCall{args: []any{nonce, 0}})
+			cs = append(cs, newEnqueueCall())
 			calls[sh] = cs
 			ncalls++
 		}
-		cs[len(cs)-1].add(m)
+		cs[len(cs)-1].add(nonce, m)
 	}
 	if ncalls == 1 {
 		for sh, cs := range calls {
 			if len(cs) == 1 {
-				_, err := s.run(ctx, enqueueScript, sh, cs[0].args...)
-				return wrap("enqueue", err)
+				return s.commits[sh].enqueue.do(ctx, &groupCall{msgs: msgs, nonce: nonce, size: cs[0].n, bytes: cs[0].bytes})
 			}
 		}
 	}
@@ -226,7 +233,7 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 
 // lastOfEachID returns msgs without the messages that a later one of the
 // same ID replaces: writing them would change nothing in the end, and
-// every ID is written once by a call, which the nonce requires.
+// every ID is written once by a script call, which the nonce requires.
 func lastOfEachID(msgs []durable.Message) []durable.Message {
 	if len(msgs) == 1 {
 		return msgs
@@ -249,9 +256,11 @@ func lastOfEachID(msgs []durable.Message) []durable.Message {
 
 // An enqueueCall is the arguments of one call of the enqueue script.
 type enqueueCall struct {
-	args     []any // ARGV: nonce, count, then 4 per message
+	args     []any // ARGV: count, then 5 per message
 	n, bytes int   // messages and payload bytes
 }
+
+func newEnqueueCall() *enqueueCall { return &enqueueCall{args: []any{0}} }
 
 // fits reports whether a message of size bytes of payload may join c: a
 // call holds up to maxEnqueueScript messages and maxEnqueueBytes, or one
@@ -260,12 +269,13 @@ func (c *enqueueCall) fits(size int) bool {
 	return c.n < maxEnqueueScript && (c.n == 0 || c.bytes+size <= maxEnqueueBytes)
 }
 
-func (c *enqueueCall) add(m *durable.Message) {
+// add appends m, written by the Enqueue call of the given nonce.
+func (c *enqueueCall) add(nonce string, m *durable.Message) {
 	score, sub := dueArgs(m.Due)
-	c.args = append(c.args, m.ID, m.Payload, score, sub)
+	c.args = append(c.args, nonce, m.ID, m.Payload, score, sub)
 	c.n++
 	c.bytes += len(m.Payload)
-	c.args[1] = c.n
+	c.args[0] = c.n
 }
 
 // enqueueTx runs the enqueue calls of shard only (all shards if only is
@@ -326,28 +336,23 @@ func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
 }
 
 // Confirm implements durable.Store: one script call, which fails if an
-// Enqueue or Cancel of any process took the message back first.
+// Enqueue or Cancel of any process took the message back first. Confirm
+// calls of the same shard go through its group commit (see
+// groupcommit.go), each answered on its own.
 func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
-	r, err := s.run(ctx, confirmScript, shardOf(id, len(s.shards)), id, tokenString(token))
-	if err != nil {
-		return wrap("confirm", err)
+	if s.closed.Load() {
+		return durable.ErrClosed
 	}
-	if r != int64(1) {
-		return durable.ErrLeaseLost
-	}
-	return nil
+	return s.commits[shardOf(id, len(s.shards))].confirm.do(ctx, &groupCall{id: id, token: token, size: 1})
 }
 
-// Ack implements durable.Store.
+// Ack implements durable.Store. Ack calls of the same shard go through its
+// group commit (see groupcommit.go), each answered on its own.
 func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
-	r, err := s.run(ctx, ackScript, shardOf(id, len(s.shards)), id, tokenString(token))
-	if err != nil {
-		return wrap("ack", err)
+	if s.closed.Load() {
+		return durable.ErrClosed
 	}
-	if r != int64(1) {
-		return durable.ErrLeaseLost
-	}
-	return nil
+	return s.commits[shardOf(id, len(s.shards))].ack.do(ctx, &groupCall{id: id, token: token, size: 1})
 }
 
 // Retry implements durable.Store. The delay is rounded up to the

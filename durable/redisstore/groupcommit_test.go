@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -444,7 +445,10 @@ func TestBatchContext(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the batch's context did not end")
 	}
-	assert.ErrorIs(t, context.Cause(bctx), why)
+	// The cause is that of the caller whose end was noticed last: the
+	// AfterFuncs run in goroutines of their own, in either order.
+	cause := context.Cause(bctx)
+	assert.True(t, errors.Is(cause, why) || errors.Is(cause, context.Canceled), "cause %v", cause)
 }
 
 // TestGroupCommitOnClusterShards: on Redis Cluster with shards, concurrent

@@ -50,10 +50,12 @@ func (a *alarm) set(target int64, wait time.Duration) {
 		// was set, by more than the wait, in one step.
 		a.stopTimer()
 	}
-	if !a.timerOn && a.wk == nil {
-		// With a wakeup, the clock timer is not needed: the wakeup fires
-		// first, and setting both would double the work of each wake-up
-		// (and moving a runtime timer earlier interrupts the poller).
+	if !a.timerOn {
+		// Both, where there is a wakeup: it wakes an idle program on
+		// time, but the runtime reads its file descriptor only when a P
+		// has nothing else to run (or every 10ms), while every P checks
+		// its timers each time it schedules. So on a busy program the
+		// timer goes off first, on an idle one the wakeup.
 		a.timer.Reset(wait)
 		a.timerOn = true
 	}

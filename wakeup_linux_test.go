@@ -100,3 +100,27 @@ func TestWithClockNewIsTheRealClock(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, w.realClock)
 }
+
+// An alarm on the real clock sets both its runtime timer and its wakeup,
+// so that whichever goes off first wakes the driver: the wakeup when the
+// program is idle, the timer when its Ps are too busy to poll the fd.
+func TestAlarmSetsTheRuntimeTimerBesideTheWakeup(t *testing.T) {
+	a := newAlarm(clock.New(), true)
+	defer a.close()
+	require.NotNil(t, a.wk, "this system gives a timerfd")
+	a.set(int64(time.Millisecond), time.Millisecond)
+	assert.True(t, a.timerOn, "runtime timer set")
+	assert.True(t, a.wkOn, "wakeup set")
+	select {
+	case <-a.wakeupC():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wakeup did not go off")
+	}
+	select {
+	case <-a.timerC():
+		a.timerFired()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runtime timer did not go off")
+	}
+	assert.False(t, a.timerOn)
+}

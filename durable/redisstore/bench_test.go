@@ -21,8 +21,7 @@ import (
 // package durablebench, as the bbolt store's benchmarks and twbench do.
 // Besides the rate, they report the commands the clients sent per message
 // (sent-cmds/msg, EVALSHA mostly) and the commands Redis processed per
-// message, those the scripts call included (redis-cmds/msg), and Redis's
-// CPU time per message (redis-cpu-us/msg).
+// message, those the scripts call included (redis-cmds/msg).
 const benchPayload = 100
 
 // benchQueue returns a queue on a store on a client of its own, whose
@@ -55,20 +54,6 @@ func perMessage(b *testing.B, c redis.UniversalClient, n int, sent *atomic.Int64
 	after := readServerStats(b, c)
 	b.ReportMetric(float64(sent.Load()-sent0)/float64(n), "sent-cmds/msg")
 	b.ReportMetric(float64(after.commands-before.commands-1)/float64(n), "redis-cmds/msg")
-	b.ReportMetric(float64((after.cpu-before.cpu).Microseconds())/float64(n), "redis-cpu-us/msg")
-}
-
-// finishRate stops the timer, fails on the first of errs, and reports b.N
-// messages since start as a rate in unit.
-func finishRate(b *testing.B, start time.Time, errs []error, unit string) {
-	elapsed := time.Since(start)
-	b.StopTimer()
-	for _, err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), unit)
 }
 
 // BenchmarkEnqueue is enqueues per second through a queue, from 1, 8 and
@@ -131,7 +116,14 @@ func BenchmarkReceiveAck(b *testing.B) {
 				})
 			}
 			wg.Wait()
-			finishRate(b, start, errs, "receive+acks/s")
+			elapsed := time.Since(start)
+			b.StopTimer()
+			for _, err := range errs {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "receive+acks/s")
 			perMessage(b, c, b.N, sent, sent0, before)
 		})
 	}
@@ -199,62 +191,4 @@ func BenchmarkIdle(b *testing.B) {
 	b.ReportMetric(float64(sent1-sent0)/secs, "sent-cmds/s")
 	b.ReportMetric(float64(after.commands-before.commands-1)/secs, "redis-cmds/s")
 	b.ReportMetric(float64((after.cpu-before.cpu).Microseconds())/1000/secs, "redis-cpu-ms/s")
-}
-
-// BenchmarkClaimAck is the store alone, as a queue that claims several
-// messages at a time uses it: 8 goroutines each Claim up to limit
-// messages already due, then Ack each one, one call at a time (the acks
-// of the 8 go through the group commit together).
-func BenchmarkClaimAck(b *testing.B) {
-	for _, limit := range []int{1, 64} {
-		b.Run(fmt.Sprintf("limit=%d", limit), func(b *testing.B) {
-			srv := startRedis(b)
-			c := srv.client(b)
-			ctx := context.Background()
-			s, err := New(c, "bench")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			if err := durablebench.PreloadStore(ctx, s, "m", b.N, benchPayload, func(int) time.Time { return time.Time{} }); err != nil {
-				b.Fatal(err)
-			}
-			sent := new(atomic.Int64)
-			o := srv.options()
-			o.PoolSize = 128
-			bc := redis.NewClient(o)
-			defer bc.Close()
-			bc.AddHook(countHook{sent})
-			bs, err := New(bc, "bench")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer bs.Close()
-			sent0, before := sent.Load(), readServerStats(b, c)
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			errs := make([]error, 8)
-			for i := range errs {
-				wg.Go(func() {
-					for {
-						cl, err := bs.Claim(ctx, limit, time.Minute, 0)
-						if err != nil || len(cl.Leases) == 0 {
-							errs[i] = err // all due: none left to claim
-							return
-						}
-						for _, l := range cl.Leases {
-							if err := bs.Ack(ctx, l.ID, l.Token); err != nil {
-								errs[i] = err
-								return
-							}
-						}
-					}
-				})
-			}
-			wg.Wait()
-			finishRate(b, start, errs, "claim+acks/s")
-			perMessage(b, c, b.N, sent, sent0, before)
-		})
-	}
 }

@@ -95,30 +95,6 @@
 // and Extend with another token than the current lease's return
 // durable.ErrLeaseLost and change nothing.
 //
-// # Group commit
-//
-// Enqueue (of a batch that fits one script call of one shard), Ack and
-// Confirm go through a group commit per shard and kind of call: a call
-// that finds no script call of its kind in flight on its shard sends its
-// own at once, and waits for nothing else (no timer gathers a batch); the
-// calls that come while one is in flight queue, and the first of them
-// then sends them all in one script call, up to 128 messages and 4 MiB
-// of payloads (a larger Enqueue goes alone). The script does the work of
-// each call as if it ran alone, in the order they queued: each Enqueue
-// call is atomic and keeps its own nonce, and each call gets its own
-// answer, so one Ack whose lease is lost fails alone. A caller whose
-// context ends while it is queued gets the context's error and nothing of
-// its call is sent. Once its batch is taken to be sent, a caller waits
-// for the answer even if its context ends; the script call itself runs
-// under a context that ends only when every caller's has (which
-// go-redis heeds with ContextTimeoutEnabled), when, as for a lone call,
-// whether it ran is unknown. WithReplicas waits once (one WAIT) for each script call. A
-// batch never mixes the keys of two shards, so it is atomic on Redis
-// Cluster too. Under load, a script call carries the calls of many
-// goroutines, and the round trips and Redis commands per message fall
-// with their number; the batch scripts read and write each key once for
-// the whole batch (one HMGET, one ZADD, one HSET or HDEL of many fields).
-//
 // # Claimed ahead
 //
 // A message claimed before its due time (a Queue claims up to 50ms ahead)

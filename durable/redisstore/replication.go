@@ -27,9 +27,7 @@ var ErrNotReplicated = errors.New("redisstore: write not confirmed by the replic
 // the last moments before the primary died. With it, a write that
 // returned nil is on n replicas, and a failover to one of them keeps it.
 // A timeout of 0 waits for ever. Each write costs one round trip more,
-// and the time the replicas take (once for each script call of the group
-// commit, whatever the number of calls it carries, see the package
-// documentation); that includes the Confirm a Queue makes
+// and the time the replicas take; that includes the Confirm a Queue makes
 // at the due time of a message it claimed ahead, so deliveries are later
 // by that much. WAIT does not make the replicas fsync: a failover keeps
 // the writes, a power cut of every node at once needs AOF with

@@ -147,6 +147,51 @@ const shardedTest = `(redis.REDIS_VERSION_NUM ~= nil and redis.REDIS_VERSION_NUM
 // so that on a cluster it runs on the node that owns the channel's slot.
 var shardedScript = redis.NewScript(`if ` + shardedTest + ` then return 1 end return 0`)
 
+// enqueueScript writes ARGV[2] messages as pending, replacing any message
+// of the same ID whatever its state, except one that ARGV[1], the nonce of
+// the Enqueue call, wrote already: this is the same call sent again. Each
+// message is 4 arguments: ID, payload, due score (empty for Redis's now)
+// and the 4 digits of nanoseconds of the prefix. No two messages of a call
+// have the same ID.
+var enqueueScript = redis.NewScript(prelude + `
+local nonce = ARGV[1]
+local n = tonumber(ARGV[2])
+local before = head(P)
+local now = -1
+local seq = redis.call('INCRBY', S, n) - n
+for i = 0, n - 1 do
+  local a = 3 + 4 * i
+  local id = ARGV[a]
+  seq = seq + 1
+  local m = meta(redis.call('HGET', M, id))
+  if not (m and nonce ~= '' and m.nonce == nonce) then
+    if now < 0 then now = now_us() end
+    local score = ARGV[a + 2]
+    if score == '' then score = num(now) end
+    local new = {nonce = nonce}
+    if not m or redis.call('HEXISTS', Q, id) == 0 then
+      redis.call('HSET', Q, id, num(now))
+    end
+    if m then
+      if m.st == 'p' then
+        redis.call('ZREM', P, m.pre .. id)
+      elseif m.st == 'f' or m.st == 'a' then
+        redis.call('ZREM', F, id)
+      else
+        redis.call('ZREM', D, m.pre .. id)
+      end
+    end
+    local pre = prefix(ARGV[a + 3], seq)
+    redis.call('ZADD', P, score, pre .. id)
+    redis.call('HSET', M, id, mkmeta('p', pre, 0, 0, new))
+    redis.call('HSET', B, id, ARGV[a + 1])
+    redis.call('HDEL', E, id)
+  end
+end
+notify(before, head(P))
+return n
+`)
+
 // claimScript leases up to ARGV[1] pending messages due by Redis's now
 // plus ARGV[4] microseconds, earliest first (in state a if due after now,
 // f otherwise), each until ARGV[2]
@@ -166,33 +211,21 @@ local horizon = now + tonumber(ARGV[4])
 local out = {}
 if limit > 0 then
   local due = redis.call('ZRANGEBYSCORE', P, '-inf', num(horizon), 'WITHSCORES', 'LIMIT', 0, limit)
-  local nd = #due / 2
-  -- The payloads are read 8 at a time, so that the messages past the
-  -- byte limit cost little to read, whatever their size.
-  local members, ids, bodies = {}, {}, {}
+  local members, ids = {}, {}
   local bytes = 0
-  local k = 0
-  while k < nd do
-    local chunk = {}
-    for i = k + 1, math.min(k + 8, nd) do chunk[#chunk + 1] = string.sub(due[2 * i - 1], 21) end
-    local read = redis.call('HMGET', B, unpack(chunk))
-    local full = false
-    for j = 1, #chunk do
-      local body = read[j] or ''
-      if k > 0 and bytes + #body > maxbytes then
-        full = true
-        break
-      end
-      bytes = bytes + #body
-      k = k + 1
-      members[k] = due[2 * k - 1]
-      ids[k] = chunk[j]
-      bodies[k] = body
-    end
-    if full then break end
+  for i = 1, #due / 2 do
+    local member = due[2 * i - 1]
+    local id = string.sub(member, 21)
+    local size = redis.call('HSTRLEN', B, id)
+    if i > 1 and bytes + size > maxbytes then break end
+    bytes = bytes + size
+    members[i] = member
+    ids[i] = id
   end
+  local k = #members
   if k > 0 then
     local metas = redis.call('HMGET', M, unpack(ids))
+    local bodies = redis.call('HMGET', B, unpack(ids))
     local errs = redis.call('HMGET', E, unpack(ids))
     redis.call('ZREM', P, unpack(members))
     local tok = redis.call('INCRBY', T, k) - k
@@ -210,7 +243,7 @@ if limit > 0 then
         if tonumber(due[2 * i]) > now then st = 'a' end
         hargs[#hargs + 1] = mkmeta(st, '-', att, ts, m)
         out[#out + 1] = ids[i]
-        out[#out + 1] = bodies[i]
+        out[#out + 1] = bodies[i] or ''
         out[#out + 1] = att
         out[#out + 1] = ts
         out[#out + 1] = due[2 * i]
@@ -224,11 +257,21 @@ if limit > 0 then
     end
   end
 end
--- No message is due by the horizon if the first pending one is not.
-local nextdue = head(P)
-local soon = 0
-if nextdue >= 0 and nextdue <= horizon then soon = redis.call('ZCOUNT', P, '-inf', num(horizon)) end
-return {now, deadline, nextdue, head(F), out, soon}
+return {now, deadline, head(P), head(F), out, redis.call('ZCOUNT', P, '-inf', num(horizon))}
+`)
+
+// ackScript deletes the in-flight message ARGV[1] if ARGV[2] is its token.
+// It returns 1, or 0 if the lease is lost.
+var ackScript = redis.NewScript(prelude + `
+local id = ARGV[1]
+local m = meta(redis.call('HGET', M, id))
+if not leased(m, ARGV[2]) then return 0 end
+redis.call('ZREM', F, id)
+redis.call('HDEL', M, id)
+redis.call('HDEL', B, id)
+redis.call('HDEL', E, id)
+redis.call('HDEL', Q, id)
+return 1
 `)
 
 // retryScript ends the lease ARGV[2] of the in-flight message ARGV[1]: it
@@ -266,6 +309,19 @@ local id = ARGV[1]
 local m = meta(redis.call('HGET', M, id))
 if not leased(m, ARGV[2]) then return 0 end
 redis.call('ZADD', F, 'XX', num(now_us() + tonumber(ARGV[3])), id)
+return 1
+`)
+
+// confirmScript hands out the lease ARGV[2] of ARGV[1], claimed ahead:
+// state a becomes f. It returns 1 if the lease is current (whether it was
+// confirmed already or not), 0 if it is lost.
+var confirmScript = redis.NewScript(prelude + `
+local id = ARGV[1]
+local m = meta(redis.call('HGET', M, id))
+if not leased(m, ARGV[2]) then return 0 end
+if m.st == 'a' then
+  redis.call('HSET', M, id, mkmeta('f', m.pre, m.att, m.tok, m))
+end
 return 1
 `)
 

@@ -63,9 +63,6 @@ type Store struct {
 	shards  []shard
 	cluster bool
 
-	// commits are the group commits of each shard (see groupcommit.go).
-	commits []shardCommits
-
 	rr     atomic.Uint64 // rotates the first shard of Claim and Reap
 	closed atomic.Bool
 	wake   notifier
@@ -99,7 +96,6 @@ func New(client redis.UniversalClient, queue string, opts ...Option) (*Store, er
 	s := &Store{client: client, queue: queue, opts: o}
 	_, s.cluster = client.(*redis.ClusterClient)
 	s.shards = newShards(queue, o.shards)
-	s.commits = s.newCommits()
 	s.wake.init(s)
 
 	if err := s.startChecks(); err != nil {
@@ -171,19 +167,15 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, sh int, args ...any) 
 }
 
 // Enqueue implements durable.Store. It validates every message before
-// writing any. A batch that fits one script call (500 messages and 4 MiB)
-// of one shard goes through the shard's group commit (see
-// groupcommit.go): it is written by one script call, with the Enqueue
-// calls of other goroutines that came while the previous call was in
-// flight, each call atomic. A larger batch, or one over several shards,
-// is written with a MULTI/EXEC transaction of several script calls. With
-// shards on Redis Cluster, the batch is atomic within each shard only
-// (see WithShards).
+// writing any, and writes them with one script call, or, for a large
+// batch (more than 500 messages or 4 MiB) or one over several shards,
+// with a MULTI/EXEC transaction of several. With shards on Redis Cluster,
+// the batch is atomic within each shard only (see WithShards).
 //
 // Each call has a random nonce, stored with the messages it writes: if
-// go-redis sends the script call again because its reply was lost, the
-// messages already written are left as they are, even if a consumer has
-// claimed one meanwhile (see the package documentation).
+// go-redis sends the call again because its reply was lost, the messages
+// already written are left as they are, even if a consumer has claimed
+// one meanwhile (see the package documentation).
 func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 	if s.closed.Load() {
 		return durable.ErrClosed
@@ -206,16 +198,17 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 		sh := shardOf(m.ID, len(s.shards))
 		cs := calls[sh]
 		if len(cs) == 0 || !cs[len(cs)-1].fits(len(m.Payload)) {
-			cs = append(cs, newEnqueueCall())
+			cs = append(cs, &enqueueCall{args: []any{nonce, 0}})
 			calls[sh] = cs
 			ncalls++
 		}
-		cs[len(cs)-1].add(nonce, m)
+		cs[len(cs)-1].add(m)
 	}
 	if ncalls == 1 {
 		for sh, cs := range calls {
 			if len(cs) == 1 {
-				return s.commits[sh].enqueue.do(ctx, &groupCall{msgs: msgs, nonce: nonce, size: cs[0].n, bytes: cs[0].bytes})
+				_, err := s.run(ctx, enqueueScript, sh, cs[0].args...)
+				return wrap("enqueue", err)
 			}
 		}
 	}
@@ -233,7 +226,7 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 
 // lastOfEachID returns msgs without the messages that a later one of the
 // same ID replaces: writing them would change nothing in the end, and
-// every ID is written once by a script call, which the nonce requires.
+// every ID is written once by a call, which the nonce requires.
 func lastOfEachID(msgs []durable.Message) []durable.Message {
 	if len(msgs) == 1 {
 		return msgs
@@ -256,11 +249,9 @@ func lastOfEachID(msgs []durable.Message) []durable.Message {
 
 // An enqueueCall is the arguments of one call of the enqueue script.
 type enqueueCall struct {
-	args     []any // ARGV: count, then 5 per message
+	args     []any // ARGV: nonce, count, then 4 per message
 	n, bytes int   // messages and payload bytes
 }
-
-func newEnqueueCall() *enqueueCall { return &enqueueCall{args: []any{0}} }
 
 // fits reports whether a message of size bytes of payload may join c: a
 // call holds up to maxEnqueueScript messages and maxEnqueueBytes, or one
@@ -269,13 +260,12 @@ func (c *enqueueCall) fits(size int) bool {
 	return c.n < maxEnqueueScript && (c.n == 0 || c.bytes+size <= maxEnqueueBytes)
 }
 
-// add appends m, written by the Enqueue call of the given nonce.
-func (c *enqueueCall) add(nonce string, m *durable.Message) {
+func (c *enqueueCall) add(m *durable.Message) {
 	score, sub := dueArgs(m.Due)
-	c.args = append(c.args, nonce, m.ID, m.Payload, score, sub)
+	c.args = append(c.args, m.ID, m.Payload, score, sub)
 	c.n++
 	c.bytes += len(m.Payload)
-	c.args[0] = c.n
+	c.args[1] = c.n
 }
 
 // enqueueTx runs the enqueue calls of shard only (all shards if only is
@@ -336,23 +326,28 @@ func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
 }
 
 // Confirm implements durable.Store: one script call, which fails if an
-// Enqueue or Cancel of any process took the message back first. Confirm
-// calls of the same shard go through its group commit (see
-// groupcommit.go), each answered on its own.
+// Enqueue or Cancel of any process took the message back first.
 func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
-	if s.closed.Load() {
-		return durable.ErrClosed
+	r, err := s.run(ctx, confirmScript, shardOf(id, len(s.shards)), id, tokenString(token))
+	if err != nil {
+		return wrap("confirm", err)
 	}
-	return s.commits[shardOf(id, len(s.shards))].confirm.do(ctx, &groupCall{id: id, token: token, size: 1})
+	if r != int64(1) {
+		return durable.ErrLeaseLost
+	}
+	return nil
 }
 
-// Ack implements durable.Store. Ack calls of the same shard go through its
-// group commit (see groupcommit.go), each answered on its own.
+// Ack implements durable.Store.
 func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
-	if s.closed.Load() {
-		return durable.ErrClosed
+	r, err := s.run(ctx, ackScript, shardOf(id, len(s.shards)), id, tokenString(token))
+	if err != nil {
+		return wrap("ack", err)
 	}
-	return s.commits[shardOf(id, len(s.shards))].ack.do(ctx, &groupCall{id: id, token: token, size: 1})
+	if r != int64(1) {
+		return durable.ErrLeaseLost
+	}
+	return nil
 }
 
 // Retry implements durable.Store. The delay is rounded up to the

@@ -133,6 +133,18 @@ func TestRunHoldsAtMost256AcksWaiting(t *testing.T) {
 	assert.Equal(t, int32(n), handled.Load())
 }
 
+// runWorker has one worker of r take ds, as if its dispatcher had claimed
+// them, and returns once it is done with them and their acks are written.
+func runWorker(r *runner, ds ...*Delivery) {
+	r.pending.Add(int64(len(ds)))
+	for _, d := range ds {
+		r.jobs <- d
+	}
+	close(r.jobs)
+	r.work()
+	r.acks.Wait()
+}
+
 func TestRunGivesBackClaimedMessagesNoWorkerStarted(t *testing.T) {
 	q, mock, _ := testQueue(t)
 	enqueueDueNow(t, q, mock, "a", "b")
@@ -146,11 +158,7 @@ func TestRunGivesBackClaimedMessagesNoWorkerStarted(t *testing.T) {
 		t.Error("a handler ran after Run's ctx ended")
 		return nil
 	}, 1)
-	r.pending.Add(2)
-	r.jobs <- ds[0]
-	r.jobs <- ds[1]
-	close(r.jobs)
-	r.work()
+	runWorker(r, ds...)
 	st, err := q.Stats(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, [2]int{2, 0}, [2]int{st.Pending, st.InFlight}, "both pending again")
@@ -175,11 +183,7 @@ func TestRunExtendsALeaseThatWaitedBeforeItsHandlerStarts(t *testing.T) {
 		assert.WithinDuration(t, mock.Now().Add(visibility), info.Deadline, 0, "extended in the store before the handler")
 		return nil
 	}, 1)
-	r.pending.Add(1)
-	r.jobs <- ds[0]
-	close(r.jobs)
-	r.work()
-	r.acks.Wait()
+	runWorker(r, ds...)
 	assert.WithinDuration(t, mock.Now().Add(visibility), deadline, 0)
 	assert.True(t, drained(t, q)())
 }
@@ -197,10 +201,7 @@ func TestRunDoesNotStartAHandlerOnALeaseLostWhileItWaited(t *testing.T) {
 		t.Error("the handler ran on a replaced message")
 		return nil
 	}, 1)
-	r.pending.Add(1)
-	r.jobs <- ds[0]
-	close(r.jobs)
-	r.work()
+	runWorker(r, ds...)
 	info, err := q.Get(context.Background(), "a")
 	require.NoError(t, err)
 	assert.Equal(t, "v2", string(info.Payload))

@@ -396,11 +396,12 @@ func (s *BoltStore) Cancel(ctx context.Context, id string) (found bool, err erro
 }
 
 // Claim implements Store.
-func (s *BoltStore) Claim(ctx context.Context, limit int, lease, ahead time.Duration) (c Claimed, err error) {
+func (s *BoltStore) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (c Claimed, err error) {
 	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
 		c = Claimed{} // fn may run twice (see runBatch)
 		now := s.now()
 		_, ids := due(t.pending, addDuration(now, max(ahead, 0)), limit)
+		handOut := limit - max(held, 0) // leases due by now the claim may hand out
 		for _, id := range ids {
 			r, err := t.get(string(id))
 			if err != nil {
@@ -422,9 +423,11 @@ func (s *BoltStore) Claim(ctx context.Context, limit int, lease, ahead time.Dura
 			if err := t.place(string(id), r, stateInflight, deadline); err != nil {
 				return false, err
 			}
-			early := r.due > now
+			early := r.due > now || handOut <= 0
 			if early {
 				s.ahead.add(string(id), token)
+			} else {
+				handOut--
 			}
 			c.Leases = append(c.Leases, Lease{
 				Message:   Message{ID: string(id), Payload: r.payload, Due: fromUnixNano(r.due)},

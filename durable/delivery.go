@@ -25,7 +25,7 @@ type Delivery struct {
 	token   uint64
 	q       *Queue
 	dueAt   time.Time // when it may be handed out, on the queue's clock
-	ahead   bool      // claimed ahead: to be confirmed before it is handed out
+	ahead   bool      // claimed ahead or held: to be confirmed before it is handed out
 	revoked bool      // replaced or cancelled while held (under q.mu)
 }
 

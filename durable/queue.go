@@ -173,7 +173,8 @@ func (q *Queue) Enqueue(ctx context.Context, m Message) error {
 
 // Cancel deletes the message id if it is pending or dead, or claimed
 // ahead by a receiver, in any process, that has not handed it out yet
-// (see Receive): that receiver then claims another. It reports whether
+// (see Receive; and Run, which holds messages for busy workers the same
+// way): that receiver then claims another. It reports whether
 // there was one. It returns ErrInFlight, and deletes nothing, once the
 // message has been handed out to a consumer: ack it, or let its lease
 // expire, instead. Once Cancel returns true, no receiver hands the
@@ -219,7 +220,7 @@ const claimAhead = 50 * time.Millisecond // the default of config.claimAhead
 // which comes back when its lease expires.
 func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 	for {
-		ds, err := q.claimDue(ctx, func() int { return 1 })
+		ds, err := q.claimDue(ctx, func() (int, int) { return 1, 0 })
 		if err != nil {
 			return nil, err
 		}
@@ -231,18 +232,20 @@ func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 	}
 }
 
-// claimDue waits until messages are due and claims up to want() of them
-// (want is asked before each claim, and is 1 or more), earliest first. It
+// claimDue waits until messages are due and claims up to n of them, of
+// which held are claimed held (see Store.Claim), where n, held = want()
+// (asked before each claim; n is 1 or more), earliest first. It
 // returns at least one, each to be handed out with deliver. Once the store
 // leased them it returns them even if ctx ended meanwhile: a lease taken
 // is handed out. Its errors are Receive's.
-func (q *Queue) claimDue(ctx context.Context, want func() int) ([]*Delivery, error) {
+func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Delivery, error) {
 	var lastErr error
 	for failures := 0; ; {
 		if err := q.enterClaim(); err != nil {
 			return nil, err
 		}
-		c, err := q.store.Claim(ctx, want(), q.cfg.visibility, q.cfg.claimAhead)
+		n, held := want()
+		c, err := q.store.Claim(ctx, n, held, q.cfg.visibility, q.cfg.claimAhead)
 		q.claimDone()
 		if err == nil {
 			failures, lastErr = 0, nil
@@ -292,8 +295,9 @@ var errRevoked = errors.New("durable: held message replaced or cancelled")
 // handOut returns d at its due time, d.dueAt on the queue's clock. While
 // it waits, d is in q.ahead: an Enqueue or Cancel of its ID in this
 // process revokes it, and Close gives it back to the store. A message
-// claimed ahead is then confirmed with the store (Store.Confirm), which
-// fails if an Enqueue or Cancel of any process took it back meanwhile.
+// claimed ahead or held is then confirmed with the store (Store.Confirm),
+// which fails if an Enqueue or Cancel of any process took it back
+// meanwhile.
 func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 	q.mu.Lock()
 	if q.closed {

@@ -18,7 +18,7 @@ func killAll(t *testing.T, s *BoltStore, ids ...string) {
 	ctx := context.Background()
 	for _, id := range ids {
 		require.NoError(t, s.Enqueue(ctx, []Message{{ID: id}}))
-		c, err := s.Claim(ctx, 1, time.Minute, 0)
+		c, err := s.Claim(ctx, 1, 0, time.Minute, 0)
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
 		dead, err := s.Retry(ctx, id, c.Leases[0].Token, 0, 1, "")
@@ -82,7 +82,7 @@ func TestBoltDeadLetterRetentionBoundsABurst(t *testing.T) {
 		msgs = append(msgs, Message{ID: fmt.Sprintf("m%03d", i)})
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	c, err := s.Claim(ctx, 300, time.Second, 0)
+	c, err := s.Claim(ctx, 300, 0, time.Second, 0)
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 300)
 	mock.Add(time.Second)

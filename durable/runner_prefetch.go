@@ -122,7 +122,13 @@ func (r *runner) adjustWindow(n int) {
 // claimSize is how many to claim now: the demand (at least one, as it
 // is when a claim that found nothing waited), within the room left in
 // jobs and maxClaim. jobs holds no more than pending, and pending plus
-// demand is at most the workers plus the window, so there is room.
-func (r *runner) claimSize() int {
-	return min(max(r.demand(), 1), cap(r.jobs)-int(r.pending.Load()), maxClaim)
+// demand is at most the workers plus the window, so there is room. Of
+// those, held are claimed held (see Store.Claim): all but one for each
+// idle worker, so that a message waiting in Run for a worker is not
+// handed out yet, and an Enqueue or Cancel of it from any process wins.
+func (r *runner) claimSize() (n, held int) {
+	pending := int(r.pending.Load())
+	n = min(max(r.demand(), 1), cap(r.jobs)-pending, maxClaim)
+	idle := max(r.workers-pending, 0)
+	return n, max(n-idle, 0)
 }

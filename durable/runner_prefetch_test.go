@@ -24,11 +24,11 @@ type claimRecorder struct {
 	acking   chan string   // told of each Ack held
 }
 
-func (s *claimRecorder) Claim(ctx context.Context, limit int, lease, ahead time.Duration) (Claimed, error) {
+func (s *claimRecorder) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (Claimed, error) {
 	s.mu.Lock()
 	s.limits = append(s.limits, limit)
 	s.mu.Unlock()
-	return s.Store.Claim(ctx, limit, lease, ahead)
+	return s.Store.Claim(ctx, limit, held, lease, ahead)
 }
 
 func (s *claimRecorder) Ack(ctx context.Context, id string, token uint64) error {
@@ -148,7 +148,7 @@ func runWorker(r *runner, ds ...*Delivery) {
 func TestRunGivesBackClaimedMessagesNoWorkerStarted(t *testing.T) {
 	q, mock, _ := testQueue(t)
 	enqueueDueNow(t, q, mock, "a", "b")
-	ds, err := q.claimDue(context.Background(), func() int { return 2 })
+	ds, err := q.claimDue(context.Background(), func() (int, int) { return 2, 0 })
 	require.NoError(t, err)
 	require.Len(t, ds, 2)
 
@@ -171,7 +171,7 @@ func TestRunExtendsALeaseThatWaitedBeforeItsHandlerStarts(t *testing.T) {
 	const visibility = 30 * time.Second
 	q, mock, _ := testQueue(t, WithVisibilityTimeout(visibility))
 	enqueueDueNow(t, q, mock, "a")
-	ds, err := q.claimDue(context.Background(), func() int { return 1 })
+	ds, err := q.claimDue(context.Background(), func() (int, int) { return 1, 0 })
 	require.NoError(t, err)
 	mock.Add(visibility / 2) // waited half its lease for a worker
 
@@ -192,7 +192,7 @@ func TestRunDoesNotStartAHandlerOnALeaseLostWhileItWaited(t *testing.T) {
 	const visibility = 30 * time.Second
 	q, mock, _ := testQueue(t, WithVisibilityTimeout(visibility))
 	enqueueDueNow(t, q, mock, "a")
-	ds, err := q.claimDue(context.Background(), func() int { return 1 })
+	ds, err := q.claimDue(context.Background(), func() (int, int) { return 1, 0 })
 	require.NoError(t, err)
 	mock.Add(visibility / 2)
 	require.NoError(t, q.Enqueue(context.Background(), Message{ID: "a", Payload: []byte("v2"), Due: mock.Now().Add(time.Hour)}))
@@ -227,4 +227,53 @@ func TestRunWindowFollowsTheHandlersPace(t *testing.T) {
 	assert.Equal(t, 1, r.demand(), "one worker free: claim one")
 	r.pending.Store(8)
 	assert.Equal(t, 0, r.demand())
+}
+
+// TestRunHoldsWhatWaitsForAWorker claims as Run's dispatcher does with its
+// one worker busy and a window of 4: the 4 messages are claimed held, so
+// that an Enqueue or a Cancel from another queue on the store, returning
+// while they wait in Run, wins: the cancelled message and the replaced
+// version are never handed to the handler.
+func TestRunHoldsWhatWaitsForAWorker(t *testing.T) {
+	q, mock, store := recordedQueue(t)
+	other, err := New(store.Store, WithClock(mock), withClaimAhead(0))
+	require.NoError(t, err)
+	defer other.Close()
+	enqueueDueNow(t, q, mock, "a", "b", "c", "d")
+
+	var handled []string
+	r := newRunner(context.Background(), q, func(_ context.Context, d *Delivery) error {
+		handled = append(handled, d.ID+"="+string(d.Payload))
+		return nil
+	}, 1)
+	r.window = 4
+	r.pending.Store(1) // the worker is busy
+	n, held := r.claimSize()
+	require.Equal(t, [2]int{4, 4}, [2]int{n, held}, "no worker idle: all held")
+	ds, err := q.claimDue(context.Background(), r.claimSize)
+	require.NoError(t, err)
+	require.Len(t, ds, 4)
+
+	found, err := other.Cancel(context.Background(), "a")
+	require.NoError(t, err, "a message waiting in Run was handed to no handler")
+	assert.True(t, found)
+	require.NoError(t, other.Enqueue(context.Background(), Message{ID: "b", Payload: []byte("v2"), Due: mock.Now()}))
+
+	r.pending.Store(0)
+	runWorker(r, ds...)
+	assert.Equal(t, []string{"c=c", "d=d"}, handled)
+	_, err = q.Get(context.Background(), "a")
+	require.ErrorIs(t, err, ErrNotFound)
+	info, err := q.Get(context.Background(), "b")
+	require.NoError(t, err)
+	assert.Equal(t, [3]any{Pending, "v2", 0}, [3]any{info.State, string(info.Payload), info.Attempt})
+}
+
+func TestRunHandsOutWhatItClaimsForIdleWorkers(t *testing.T) {
+	r := newRunner(context.Background(), nil, nil, 8)
+	r.window = 8
+	r.pending.Store(3)
+	n, held := r.claimSize()
+	assert.Equal(t, 13, n, "5 idle workers and the window")
+	assert.Equal(t, 8, held, "one handed out for each idle worker")
 }

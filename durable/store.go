@@ -59,8 +59,13 @@ type Store interface {
 	// A message whose due time is after the store's now is claimed ahead
 	// (Lease.Ahead): its lease is not handed out until Confirm says so, and
 	// an Enqueue or Cancel of its ID before that takes it back. A message
-	// due by now is handed out by the Claim itself.
-	Claim(ctx context.Context, limit int, lease, ahead time.Duration) (Claimed, error)
+	// due by now is handed out by the Claim itself, except that at most
+	// limit-held are: held (0 or more) asks for the rest to be claimed as
+	// if ahead, for a caller that takes more than it hands out at once (a
+	// Queue's Run, which keeps a few messages for the workers that will be
+	// free soon): they too wait for Confirm, and an Enqueue or Cancel
+	// before it takes them back.
+	Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (Claimed, error)
 
 	// Confirm hands out the lease token on id, claimed ahead: it returns
 	// nil if token is the current lease of id and no Enqueue or Cancel
@@ -160,8 +165,9 @@ type Lease struct {
 	// be handed out (its due time, or the claim's now if later), both on
 	// the clock of Claimed.Now.
 	Deadline, Ready time.Time
-	// Ahead is true if the message was claimed before its due time: its
-	// holder must Confirm the lease at Ready before handing it out.
+	// Ahead is true if the message was claimed before its due time, or
+	// held (see Claim): its holder must Confirm the lease at Ready or later
+	// before handing it out.
 	Ahead bool
 	// LastError is the message's LastError (see Info) when it was
 	// claimed: the previous attempt's error text, "" on the first.

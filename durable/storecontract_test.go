@@ -19,6 +19,7 @@ func TestBoltStoreClaimAheadContract(t *testing.T) {
 	defer s.Close()
 	storetest.ClaimAhead(t, s, mock.Now)
 	storetest.ConfirmRace(t, s, mock.Now, 300)
+	storetest.ClaimHeld(t, s, true)
 }
 
 func TestBoltStoreInspectContract(t *testing.T) {

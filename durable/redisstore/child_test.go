@@ -60,6 +60,8 @@ func runChild() bool {
 		err = runProducer()
 	case "consumer":
 		err = runConsumer()
+	case "runner":
+		err = runRunner()
 	case "mutator":
 		err = runMutator()
 	default:
@@ -76,7 +78,7 @@ func runChild() bool {
 // withChildQueue opens the child's queue, over wrap(store) (nil: the
 // store itself), runs fn with it, and closes the queue, the store and the
 // client.
-func withChildQueue(wrap func(*Store) durable.Store, fn func(q *durable.Queue) error) error {
+func withChildQueue(wrap func(*Store) durable.Store, fn func(q *durable.Queue) error, opts ...durable.Option) error {
 	c := redis.NewClient(&redis.Options{Network: "unix", Addr: os.Getenv(childAddrEnv), PoolSize: 32})
 	defer c.Close()
 	s, err := New(c, childQueue)
@@ -88,10 +90,10 @@ func withChildQueue(wrap func(*Store) durable.Store, fn func(q *durable.Queue) e
 	if wrap != nil {
 		store = wrap(s)
 	}
-	q, err := durable.New(store,
+	q, err := durable.New(store, append([]durable.Option{
 		durable.WithVisibilityTimeout(childVisibility),
 		durable.WithMaxAttempts(1000),
-		durable.WithBackoff(func(int) time.Duration { return childBackoff }))
+		durable.WithBackoff(func(int) time.Duration { return childBackoff })}, opts...)...)
 	if err != nil {
 		return err
 	}
@@ -156,6 +158,60 @@ func runConsumer() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	return withChildQueue(nil, func(q *durable.Queue) error { return receiveAndLog(ctx, q, f, childReceivers) })
+}
+
+// runRunner consumes with Queue.Run and childReceivers workers until
+// SIGTERM, writing the lines of runConsumer: D from the handler, which
+// returns nil, and A or L from the queue's observer as Run's acks are
+// written.
+func runRunner() error {
+	f, err := os.OpenFile(os.Getenv(childLogEnv), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	lw := &lineWriter{f: f}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	return withChildQueue(nil, func(q *durable.Queue) error {
+		err := q.Run(ctx, childReceivers, func(_ context.Context, d *durable.Delivery) error {
+			lw.write("D %s %d %d %d %d %s\n", d.ID, d.Attempt, d.Due.UnixNano(), time.Now().UnixNano(), d.Deadline.UnixNano(), d.Payload)
+			return nil
+		})
+		return errors.Join(err, lw.err())
+	}, durable.WithObserver(observerFunc(func(e durable.Event) {
+		switch e.Kind {
+		case durable.EventAcked:
+			lw.write("A %s\n", e.ID)
+		case durable.EventLeaseLost:
+			lw.write("L %s\n", e.ID)
+		}
+	})))
+}
+
+// observerFunc is a durable.Observer.
+type observerFunc func(durable.Event)
+
+func (f observerFunc) Observe(e durable.Event) { f(e) }
+
+// lineWriter writes each line with one write, so that a SIGKILL loses
+// nothing written, and keeps the first error.
+type lineWriter struct {
+	f    *os.File
+	werr atomic.Pointer[error]
+}
+
+func (w *lineWriter) write(format string, args ...any) {
+	if _, err := fmt.Fprintf(w.f, format, args...); err != nil {
+		w.werr.CompareAndSwap(nil, &err)
+	}
+}
+
+func (w *lineWriter) err() error {
+	if p := w.werr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // receiveAndLog receives and acks from n goroutines until ctx ends,

@@ -35,14 +35,24 @@ type result struct {
 // but others leased messages, Claim returns those, with NextDue and
 // NextDeadline at Now, so that the caller comes back soon; if no shard
 // leased any, it returns the error.
-func (s *Store) Claim(ctx context.Context, limit int, lease, ahead time.Duration) (durable.Claimed, error) {
+//
+// With shards, the leases a Claim hands out (limit-held at most) are
+// shared among the shards in proportion to what each is asked for in the
+// first round, rounded down, and what is left goes to the later rounds:
+// a Claim may hand out fewer than it could, never more.
+func (s *Store) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (durable.Claimed, error) {
 	if s.closed.Load() {
 		return durable.Claimed{}, durable.ErrClosed
 	}
+	handOut := max(0, limit-max(held, 0))
 	limit = max(0, min(limit, MaxClaim))
+	handOut = min(handOut, limit)
 	us, aheadUS := micros(lease), micros(max(ahead, 0))
+	share := handOutShares{total: handOut, limit: limit, called: make([]bool, len(s.shards))}
 	rs, failed, err := s.rounds(limit, maxReadBytes, func(sh, n int, bytes int64) (result, error) {
-		return s.claimShard(ctx, sh, n, us, aheadUS, bytes)
+		r, err := s.claimShard(ctx, sh, n, share.next(sh, n), us, aheadUS, bytes)
+		share.count(r)
+		return r, err
 	}, func(r result) bool {
 		return r.nextDue >= 0 && r.nextDue <= r.now+aheadUS
 	})
@@ -61,6 +71,42 @@ func (s *Store) Claim(ctx context.Context, limit int, lease, ahead time.Duration
 	return c, nil
 }
 
+// handOutShares splits the leases a Claim may hand out among its script
+// calls, one per shard in a first round (run at once: each gets its
+// share of total, in proportion to the n it asks for, rounded down), then
+// one at a time (each may hand out what the calls before did not).
+type handOutShares struct {
+	mu           sync.Mutex
+	total, limit int
+	handed       int
+	called       []bool // the shard's first call was made
+}
+
+// next is how many the call asking shard sh for n leases may hand out.
+func (h *handOutShares) next(sh, n int) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.called[sh] {
+		h.called[sh] = true
+		if h.limit == 0 {
+			return 0
+		}
+		return h.total * n / h.limit
+	}
+	return min(n, max(0, h.total-h.handed))
+}
+
+// count adds the leases r handed out.
+func (h *handOutShares) count(r result) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, l := range r.leases {
+		if !l.Ahead {
+			h.handed++
+		}
+	}
+}
+
 // readyTime is when a message due at due, claimed when the shard's clock
 // read now (microseconds), may be handed out: its due time, or now.
 func readyTime(due time.Time, now int64) time.Time {
@@ -72,10 +118,10 @@ func readyTime(due time.Time, now int64) time.Time {
 
 // claimFields is the number of elements of each lease in claimScript's
 // reply.
-const claimFields = 7
+const claimFields = 8
 
-func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, ahead, bytes int64) (result, error) {
-	r, err := s.run(ctx, claimScript, sh, limit, lease, max(bytes, 1), ahead)
+func (s *Store) claimShard(ctx context.Context, sh, limit, handOut int, lease, ahead, bytes int64) (result, error) {
+	r, err := s.run(ctx, claimScript, sh, limit, lease, max(bytes, 1), ahead, handOut)
 	if err != nil {
 		return result{}, err
 	}
@@ -109,6 +155,10 @@ func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, ahead, byt
 		if err != nil {
 			return result{}, err
 		}
+		held, err := replyInts(ls[i+7 : i+8])
+		if err != nil {
+			return result{}, err
+		}
 		lastErr, err := replyBytes(ls[i+6])
 		if err != nil {
 			return result{}, err
@@ -119,7 +169,7 @@ func (s *Store) claimShard(ctx context.Context, sh, limit int, lease, ahead, byt
 			Token:     uint64(nums[1]),
 			Deadline:  time.UnixMicro(max(nums[2], res.now) + lease),
 			Ready:     readyTime(dueTime(nums[2], nums[3]), res.now),
-			Ahead:     nums[2] > res.now, // as the script decides
+			Ahead:     held[0] == 1, // claimed ahead or held: state a
 			LastError: string(lastErr),
 		})
 		res.bytes += int64(len(body))

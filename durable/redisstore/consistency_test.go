@@ -21,18 +21,20 @@ func TestClaimAheadContract(t *testing.T) {
 	now := func() time.Time { return redisNow(t, c) }
 	storetest.ClaimAhead(t, s, now)
 	storetest.ConfirmRace(t, s, now, 300)
+	storetest.ClaimHeld(t, s, true)
 }
 
 func TestClaimAheadContractShards(t *testing.T) {
 	s, c, _ := newTestStore(t, WithShards(4))
 	now := func() time.Time { return redisNow(t, c) }
 	storetest.ClaimAhead(t, s, now)
+	storetest.ClaimHeld(t, s, false)
 }
 
 // TestUpsertAndCancelAcrossProcesses runs a mutator process (see
 // runMutator), which cancels or replaces messages 0 to 39ms before their
-// due time while receivers of two other processes, and its own, hold them
-// claimed ahead. Then it checks every log: a cancelled message (Cancel
+// due time while receivers of two other processes (one receiving with
+// Receive, one with Run), and its own, hold them claimed ahead or held. Then it checks every log: a cancelled message (Cancel
 // true) is never handed out, and a Cancel that returned before the due
 // time found the message; the replaced version is never handed out if
 // the replacing Enqueue's reply came before the due time; no message is
@@ -50,7 +52,7 @@ func TestUpsertAndCancelAcrossProcesses(t *testing.T) {
 	dir := t.TempDir()
 	var logs []string
 	var kids []*child
-	for i, role := range []string{"consumer", "consumer", "mutator"} {
+	for i, role := range []string{"consumer", "runner", "mutator"} {
 		log := filepath.Join(dir, role+strconv.Itoa(i)+".log")
 		logs = append(logs, log)
 		kids = append(kids, startChild(t, role, srv.addr(), n, start, log))
@@ -132,12 +134,14 @@ func checkMutations(t *testing.T, n int, start time.Time, logs []string) {
 	ms := readMutLogs(t, logs)
 	var cancelledBeforeDue, replacedBeforeDue, oldHandedOut int
 	var late []time.Duration
+	byProcess := make([]int, len(logs))
 	for i := range n {
 		id := childID(i)
 		due := mutDue(start, i)
 		m := ms[id]
 		require.NotNil(t, m, "%s: nothing logged", id)
 		for _, d := range m.deliveries {
+			byProcess[d.consumer]++
 			assert.Equal(t, 1, d.attempt, "%s: delivered again (%s), a lease was revoked or lost", id, d.payload)
 			assert.True(t, d.due.Equal(due), "%s: due %v, want %v", id, d.due, due)
 			assert.False(t, d.recv.Before(due), "%s handed out %v before its due time", id, due.Sub(d.recv))
@@ -183,8 +187,11 @@ func checkMutations(t *testing.T, n int, start time.Time, logs []string) {
 			assert.Zero(t, m.lost, id)
 		}
 	}
-	t.Logf("%d cancels and %d replacements returned before the due time; %d old versions handed out before a late replacement",
-		cancelledBeforeDue, replacedBeforeDue, oldHandedOut)
+	t.Logf("%d cancels and %d replacements returned before the due time; %d old versions handed out before a late replacement; deliveries by process %v",
+		cancelledBeforeDue, replacedBeforeDue, oldHandedOut, byProcess)
+	for i, k := range byProcess {
+		assert.Positive(t, k, "process %d (%s) delivered nothing", i, filepath.Base(logs[i]))
+	}
 	slices.Sort(late)
 	require.NotEmpty(t, late)
 	t.Logf("lateness of %d deliveries: p50 %v, p99 %v, max %v", len(late),

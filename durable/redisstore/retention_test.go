@@ -71,7 +71,7 @@ func TestDeadLetterRetentionBoundsABurst(t *testing.T) {
 		ids = append(ids, fmt.Sprintf("m%03d", i))
 	}
 	require.NoError(t, s.Enqueue(ctx, msgsOf(ids)))
-	c, err := s.Claim(ctx, 300, time.Millisecond, 0)
+	c, err := s.Claim(ctx, 300, 0, time.Millisecond, 0)
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 300)
 	time.Sleep(5 * time.Millisecond) // past the leases' deadline

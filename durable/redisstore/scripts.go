@@ -193,14 +193,15 @@ return n
 `)
 
 // claimScript leases up to ARGV[1] pending messages due by Redis's now
-// plus ARGV[4] microseconds, earliest first (in state a if due after now,
-// f otherwise), each until ARGV[2]
+// plus ARGV[4] microseconds, earliest first (in state f, handed out, for
+// the first ARGV[5] due by now, and in state a, waiting for Confirm,
+// otherwise), each until ARGV[2]
 // microseconds after its due time or now, whichever is later, stopping
 // before the message whose payload would take the payloads leased over
 // ARGV[3] bytes (the first is always leased). It returns {now, now+lease,
 // next due, next deadline, {ID, payload, attempt, token, due score,
-// nanoseconds, last error, ...}, pending messages left due by the horizon}; a missing
-// next due or deadline is -1.
+// nanoseconds, last error, 1 if in state a else 0, ...}, pending messages
+// left due by the horizon}; a missing next due or deadline is -1.
 var claimScript = redis.NewScript(prelude + `
 local now = now_us()
 local limit = tonumber(ARGV[1])
@@ -208,6 +209,7 @@ local lease = tonumber(ARGV[2])
 local deadline = now + lease
 local maxbytes = tonumber(ARGV[3])
 local horizon = now + tonumber(ARGV[4])
+local handout = tonumber(ARGV[5])
 local out = {}
 if limit > 0 then
   local due = redis.call('ZRANGEBYSCORE', P, '-inf', num(horizon), 'WITHSCORES', 'LIMIT', 0, limit)
@@ -240,7 +242,11 @@ if limit > 0 then
         zargs[#zargs + 1] = ids[i]
         hargs[#hargs + 1] = ids[i]
         local st = 'f'
-        if tonumber(due[2 * i]) > now then st = 'a' end
+        if tonumber(due[2 * i]) > now or handout <= 0 then
+          st = 'a'
+        else
+          handout = handout - 1
+        end
         hargs[#hargs + 1] = mkmeta(st, '-', att, ts, m)
         out[#out + 1] = ids[i]
         out[#out + 1] = bodies[i] or ''
@@ -249,6 +255,7 @@ if limit > 0 then
         out[#out + 1] = due[2 * i]
         out[#out + 1] = string.sub(members[i], 1, 4)
         out[#out + 1] = errs[i] or ''
+        out[#out + 1] = (st == 'a') and 1 or 0
       end
     end
     if #zargs > 0 then

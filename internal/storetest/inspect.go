@@ -136,7 +136,7 @@ func utc(info durable.Info) durable.Info {
 // claim claims the one pending message, which must be id.
 func claim(t *testing.T, s durable.Store, id string, lease time.Duration) durable.Lease {
 	t.Helper()
-	c, err := s.Claim(context.Background(), 1, lease, 0)
+	c, err := s.Claim(context.Background(), 1, 0, lease, 0)
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 	require.Equal(t, id, c.Leases[0].ID)
@@ -217,7 +217,7 @@ func ListPaging(t *testing.T, s durable.Store, now func() time.Time, n, page int
 
 	var leases []durable.Lease
 	for len(leases) < n {
-		c, err := s.Claim(ctx, 500, time.Hour, 0)
+		c, err := s.Claim(ctx, 500, 0, time.Hour, 0)
 		require.NoError(t, err)
 		require.NotEmpty(t, c.Leases)
 		leases = append(leases, c.Leases...)

@@ -28,7 +28,7 @@ func claimOneAhead(t *testing.T, s durable.Store, now time.Time, id, payload str
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: id, Payload: []byte(payload), Due: now.Add(aheadOf)}}))
-	c, err := s.Claim(ctx, 1, time.Minute, time.Minute)
+	c, err := s.Claim(ctx, 1, 0, time.Minute, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 	l := c.Leases[0]
@@ -75,7 +75,7 @@ func ClaimAhead(t *testing.T, s durable.Store, now func() time.Time) {
 
 	t.Run("DueNowIsHandedOutByClaim", func(t *testing.T) {
 		require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: "now"}}))
-		c, err := s.Claim(ctx, 1, time.Minute, time.Minute)
+		c, err := s.Claim(ctx, 1, 0, time.Minute, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
 		assert.False(t, c.Leases[0].Ahead)
@@ -92,11 +92,11 @@ func ClaimAhead(t *testing.T, s durable.Store, now func() time.Time) {
 			{ID: "soon1"}, {ID: "soon2", Due: n.Add(aheadOf)}, {ID: "soon3", Due: n.Add(aheadOf)},
 			{ID: "later", Due: n.Add(time.Hour)},
 		}))
-		c, err := s.Claim(ctx, 1, time.Minute, time.Minute)
+		c, err := s.Claim(ctx, 1, 0, time.Minute, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
 		assert.Equal(t, 2, c.DueSoon, "two more due within the minute; the one due in an hour is not counted")
-		c2, err := s.Claim(ctx, 2, time.Minute, time.Minute)
+		c2, err := s.Claim(ctx, 2, 0, time.Minute, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, c2.Leases, 2)
 		assert.Zero(t, c2.DueSoon)
@@ -119,6 +119,65 @@ func ClaimAhead(t *testing.T, s durable.Store, now func() time.Time) {
 		require.NoError(t, err)
 		assert.True(t, found)
 	})
+}
+
+// ClaimHeld checks a Claim with held leases (see Store.Claim): at most
+// limit-held of the messages due are handed out by the claim, earliest
+// first, exactly that many if exact (a store may hand out fewer, as one
+// with shards does); the others wait for Confirm, and an Enqueue or
+// Cancel before it takes them back.
+func ClaimHeld(t *testing.T, s durable.Store, exact bool) {
+	ctx := context.Background()
+	var msgs []durable.Message
+	for i := range 6 {
+		msgs = append(msgs, durable.Message{ID: fmt.Sprintf("h%d", i), Payload: []byte("v1")})
+	}
+	require.NoError(t, s.Enqueue(ctx, msgs))
+	c, err := s.Claim(ctx, 6, 4, time.Minute, 0)
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 6)
+	var handed, held []durable.Lease
+	for _, l := range c.Leases {
+		if l.Ahead {
+			held = append(held, l)
+		} else {
+			handed = append(handed, l)
+		}
+	}
+	require.LessOrEqual(t, len(handed), 2, "at most limit-held handed out by the claim")
+	if exact {
+		require.Len(t, handed, 2)
+		assert.Equal(t, []string{"h0", "h1"}, []string{handed[0].ID, handed[1].ID}, "the earliest are handed out")
+	}
+	for _, l := range handed {
+		_, err := s.Cancel(ctx, l.ID)
+		require.ErrorIs(t, err, durable.ErrInFlight, "%s: handed out by the claim", l.ID)
+		require.NoError(t, s.Ack(ctx, l.ID, l.Token))
+	}
+
+	found, err := s.Cancel(ctx, held[0].ID)
+	require.NoError(t, err, "a held message no consumer was handed is cancelled")
+	assert.True(t, found)
+	require.ErrorIs(t, s.Confirm(ctx, held[0].ID, held[0].Token), durable.ErrLeaseLost)
+
+	require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: held[1].ID, Payload: []byte("v2")}}))
+	require.ErrorIs(t, s.Confirm(ctx, held[1].ID, held[1].Token), durable.ErrLeaseLost, "the replaced version is never handed out")
+
+	for _, l := range held[2:] {
+		require.NoError(t, s.Confirm(ctx, l.ID, l.Token))
+		_, err := s.Cancel(ctx, l.ID)
+		require.ErrorIs(t, err, durable.ErrInFlight, "%s: confirmed, so handed out", l.ID)
+		require.NoError(t, s.Ack(ctx, l.ID, l.Token))
+	}
+
+	c2, err := s.Claim(ctx, 6, 0, time.Minute, 0)
+	require.NoError(t, err)
+	require.Len(t, c2.Leases, 1)
+	assert.Equal(t, held[1].ID, c2.Leases[0].ID)
+	assert.Equal(t, "v2", string(c2.Leases[0].Payload))
+	assert.False(t, c2.Leases[0].Ahead, "held 0: handed out by the claim")
+	require.NoError(t, s.Ack(ctx, c2.Leases[0].ID, c2.Leases[0].Token))
+	requireEmpty(t, s)
 }
 
 // ConfirmRace races, for each of n messages claimed ahead, a Confirm
@@ -173,7 +232,7 @@ func Kill(t *testing.T, s durable.Store, ids ...string) {
 	ctx := context.Background()
 	for _, id := range ids {
 		require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: id, Payload: []byte("p")}}))
-		c, err := s.Claim(ctx, 1, time.Minute, 0)
+		c, err := s.Claim(ctx, 1, 0, time.Minute, 0)
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
 		dead, err := s.Retry(ctx, id, c.Leases[0].Token, 0, 1, "killed")

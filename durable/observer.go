@@ -20,7 +20,9 @@ const (
 	// EventDead: N messages went to the dead letters after their last
 	// attempt.
 	EventDead
-	// EventLeaseLost: an Ack, Retry or Extend found its lease lost.
+	// EventLeaseLost: an Ack, Retry or Extend found its lease lost. Run
+	// reports a lease lost under a handler once: it does not Ack or Retry
+	// after its lease keeper found the lease lost.
 	EventLeaseLost
 	// EventHandled: a handler of Run returned. Duration and Err (nil on
 	// success, the handler's error or panic otherwise) are set.

@@ -31,8 +31,8 @@ const settleTimeout = 10 * time.Second
 
 // Run receives messages and calls h for each, with at most workers handlers running at once, until ctx
 // ends. While h runs, Run extends the lease so that a handler slower than the visibility timeout is not
-// redelivered meanwhile; if the lease is lost anyway (the message was replaced or cancelled), h's ctx is
-// cancelled. When ctx ends, Run stops receiving and returns once every running handler has returned.
+// redelivered meanwhile; if the lease is lost anyway (the message was replaced by an Enqueue, or its lease
+// expired while the process was stalled), h's ctx is cancelled. When ctx ends, Run stops receiving and returns once every running handler has returned.
 // It returns ErrClosed on a closed queue and an error for workers < 1 or a nil h.
 //
 // Run claims for its workers in batches: as
@@ -41,13 +41,16 @@ const settleTimeout = 10 * time.Second
 // with one store call (one round trip to a server). A message claimed
 // beyond the idle workers waits in Run for the next free worker: about
 // one claim's time while handlers keep that pace, never more than four
-// per worker in all. Such a message is handed out to
-// Run: a Cancel of it answers ErrInFlight, and an Enqueue replacing it
-// makes its lease lost (the handler runs on the old version, and its ack
-// fails). Acks are written in the background as handlers return, those
-// of several handlers together (one transaction and fsync for many on
-// the file, one script call on Redis), so that a worker takes its next
-// message without waiting for the write; at most 256 acks wait to be
+// per worker in all. Such a message is claimed held (see Store.Claim):
+// it is not handed out yet, so an Enqueue or a Cancel of it, from any
+// process, that returns before a worker takes it wins, as it does
+// against a message claimed ahead (see Receive): Cancel succeeds, and
+// neither the cancelled message nor the replaced version reaches a
+// handler. The worker that takes it confirms it with the store first (a
+// lookup in memory on the file, one script call on Redis). Acks are
+// written in the background as handlers return (on the file, those of
+// several handlers share one transaction and fsync), so that a worker
+// takes its next message without waiting for the write; at most 256 acks wait to be
 // written (a worker with one more waits for room), and Run returns only once every ack was written or
 // failed. An ack that fails is logged: the message is delivered again
 // when its lease expires (at least once). Retries are written before the
@@ -136,6 +139,11 @@ func (r *runner) handle(d *Delivery) {
 	q.observe(Event{Kind: EventHandled, ID: d.ID, Attempt: d.Attempt, Duration: q.clock.Since(started), Err: err})
 	stopKeeping()
 
+	if errors.Is(context.Cause(hctx), ErrLeaseLost) {
+		// The lease keeper found the lease lost, and reported it: an Ack
+		// or a Retry would find the same, and change nothing.
+		return
+	}
 	if err == nil {
 		r.ackLater(d)
 		return
@@ -174,7 +182,8 @@ func (r *runner) freshen(ctx context.Context, d *Delivery) bool {
 
 // ackLater writes d's ack in a goroutine of its own, once one of the
 // maxPendingAcks slots is free. Acks under way at once reach the store
-// together, which writes them together.
+// together: the file store writes them in one transaction (one fsync);
+// Redis runs each as a script call of its own.
 func (r *runner) ackLater(d *Delivery) {
 	r.ackSlots <- struct{}{}
 	r.acks.Add(1)

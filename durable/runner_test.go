@@ -242,7 +242,8 @@ func TestRunExtendsTheLeaseOfASlowHandler(t *testing.T) {
 }
 
 func TestRunCancelsTheHandlerWhenTheMessageIsReplaced(t *testing.T) {
-	q, mock, _ := testQueue(t)
+	rec := &recorder{}
+	q, mock, _ := testQueue(t, WithObserver(rec))
 	enqueueDueNow(t, q, mock, "order-1")
 
 	causes := make(chan error, 2)
@@ -266,6 +267,14 @@ func TestRunCancelsTheHandlerWhenTheMessageIsReplaced(t *testing.T) {
 	require.Equal(t, "v2", <-payloads, "the new version is delivered, once")
 	require.Eventually(t, drained(t, q), 5*time.Second, time.Millisecond)
 	require.NoError(t, stop())
+	var lost []Event
+	for _, e := range rec.take() {
+		if e.Kind == EventLeaseLost {
+			lost = append(lost, e)
+		}
+	}
+	assert.Equal(t, []Event{{Kind: EventLeaseLost, ID: "order-1", N: 1, Attempt: 1}}, lost,
+		"one lost lease, reported once: by the extension that found it, not again by a Retry")
 }
 
 func TestRunWaitsForRunningHandlersAtShutdown(t *testing.T) {

@@ -118,12 +118,20 @@ func (s *Store) startChecks() error {
 	}()
 	t := time.NewTimer(s.opts.startTimeout)
 	defer t.Stop()
+	timedOut := func() error {
+		return fmt.Errorf("%w: Redis did not answer the checks of New within %v", ErrStartTimeout, s.opts.startTimeout)
+	}
 	select {
 	case err := <-done:
+		if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The checks' own deadline, the same as the timer's, ended
+			// them first.
+			return fmt.Errorf("%w (%v)", timedOut(), err)
+		}
 		return err
 	case <-t.C:
 		cancel()
-		return fmt.Errorf("%w: Redis did not answer the checks of New within %v", ErrStartTimeout, s.opts.startTimeout)
+		return timedOut()
 	}
 }
 

@@ -70,7 +70,7 @@ func BenchmarkReceiveAck(b *testing.B) {
 }
 
 // BenchmarkLateness is how late messages are received after their due
-// time by 4 consumers, at 1,000 and 2,000 messages due a second over two
+// time by 8 consumers, at 1,000 and 2,000 messages due a second over two
 // seconds: loads well under the receive+ack throughput, so that what it
 // measures is the wake-up, not a backlog.
 func BenchmarkLateness(b *testing.B) {

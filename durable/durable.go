@@ -63,9 +63,9 @@ var (
 	// been closed.
 	ErrClosed = errors.New("durable: queue closed")
 	// ErrLeaseLost is returned by Ack, Retry and Extend when the delivery's
-	// lease is no longer held: it expired and the message was delivered
-	// again, or the message was replaced, cancelled or acked meanwhile.
-	// Nothing is changed.
+	// lease is no longer held: it expired and a queue reaped it (the
+	// message is pending again, or dead, or was delivered again), or the
+	// message was replaced or acked meanwhile. Nothing is changed.
 	ErrLeaseLost = errors.New("durable: lease lost")
 	// ErrInFlight is returned by Cancel for a message that is being
 	// delivered: ack it, or let its lease expire, instead.

@@ -63,8 +63,10 @@ type Info struct {
 	// states.
 	Due time.Time
 	// Attempt counts the attempts made so far: 0 before the first
-	// delivery, and 1 while the first delivery is in flight. Enqueue and
-	// Requeue set it back to 0.
+	// delivery, and 1 while the first delivery is in flight. A claim counts
+	// as an attempt even when the message goes back unhandled (claimed
+	// ahead or held by a queue that was closed, or by a Run whose ctx
+	// ended). Enqueue and Requeue set it back to 0.
 	Attempt int
 	// LastError is the text of the last failed attempt's error (the
 	// error a Handler of Run returned or panicked with, or the one given

@@ -103,7 +103,7 @@ func latenessPlot(e *env) (*plot.Plot, error) {
 	p.X.Label.Text = "lateness (µs, log scale; lower is better)"
 	p.Y.Label.Text = "fraction of timers fired by then (higher is better)"
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker = plainTicks{plot.LogTicks{Prec: -1}}
 	p.Y.Min, p.Y.Max = 0, 1
 	p.Legend.Top = true
 	p.Legend.Left = true
@@ -152,8 +152,8 @@ func startStopPlot(points []startstopPoint) (*plot.Plot, error) {
 	p.Y.Label.Text = "ns per start+stop (lower is better)"
 	// Room above the lines for the legend.
 	p.X.Min, p.Y.Min, p.Y.Max = 0, 0, maxNs*1.3
-	p.X.Tick.Marker = plainTicks{}
-	p.Y.Tick.Marker = plainTicks{}
+	p.X.Tick.Marker = plainTicks{plot.DefaultTicks{}}
+	p.Y.Tick.Marker = plainTicks{plot.DefaultTicks{}}
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
@@ -171,16 +171,17 @@ func startStopPlot(points []startstopPoint) (*plot.Plot, error) {
 	return p, nil
 }
 
-// plainTicks are gonum's default ticks labelled without trailing zeros:
-// 250 rather than 250.00.
-type plainTicks struct{}
+// plainTicks are the ticks of a gonum Ticker labelled as the tables are
+// printed: no trailing zeros (250 rather than 250.00) and no exponent
+// (1000000 rather than 1e+06).
+type plainTicks struct{ plot.Ticker }
 
-// Ticks returns the default ticks between min and max, relabelled.
-func (plainTicks) Ticks(min, max float64) []plot.Tick {
-	ticks := plot.DefaultTicks{}.Ticks(min, max)
+// Ticks returns the Ticker's ticks between min and max, relabelled.
+func (p plainTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := p.Ticker.Ticks(min, max)
 	for i := range ticks {
 		if ticks[i].Label != "" {
-			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', -1, 64)
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'f', -1, 64)
 		}
 	}
 	return ticks

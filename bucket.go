@@ -52,7 +52,8 @@ type lane struct {
 	// TimingWheel.Len): +1 for each timer an owner made pending in the
 	// lane, -1 for each that a Stop or Reset took out of it. The driver's
 	// moves between lanes leave it alone, so the sum over all lanes stays
-	// exact while timers cascade; it is not the lane's length.
+	// exact while timers cascade; it is not the lane's length. It wraps
+	// after 2^31 timers fired through the lane (see Len).
 	pending int32
 	// inline is where items points while the lane holds at most two
 	// timers: in the lane's own cache line, where cores using other lanes
@@ -105,12 +106,12 @@ func newBuckets(n, k int, levelCode int) []bucket {
 }
 
 // pendingCount returns the sum of the pending counts of b's lanes.
-func (b *bucket) pendingCount() int {
-	n := 0
+func (b *bucket) pendingCount() int64 {
+	var n int64
 	for i := range b.lanes {
 		l := &b.lanes[i]
 		l.mu.Lock()
-		n += int(l.pending)
+		n += int64(l.pending)
 		l.mu.Unlock()
 	}
 	return n

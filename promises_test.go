@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -129,6 +130,29 @@ func TestInlineTaskResettingItselfToZero(t *testing.T) {
 	assert.Equal(t, 1, fired.count(1))
 	assert.Greater(t, runs.Load(), int64(1))
 	stopsWithin(t, w)
+}
+
+// Promise 3, also after 2^31 timers fired through one lane: the lanes'
+// counts wrap, and Len stays exact. The wheel starts as if every lane of
+// the due bucket had seen MaxInt32 timers fire.
+func TestLenExactAfterALanesCountWraps(t *testing.T) {
+	w, mock := mockWheel(t)
+	for i := range w.due.lanes {
+		l := &w.due.lanes[i]
+		l.mu.Lock()
+		l.pending = math.MaxInt32
+		l.mu.Unlock()
+		w.outside.Add(-math.MaxInt32)
+	}
+	require.Equal(t, 0, w.Len())
+	var fired atomic.Int32
+	for range 3 {
+		w.AfterFunc(0, func() { fired.Add(1) }) // into the due bucket, whose lane wraps
+	}
+	require.Equal(t, 3, w.Len())
+	advance(t, w, mock, time.Millisecond)
+	require.EqualValues(t, 3, fired.Load())
+	assert.Equal(t, 0, w.Len())
 }
 
 // Promise 3: Len is exact while the driver cascades 60,000 timers down

@@ -333,7 +333,10 @@ func (w *TimingWheel) Start() {
 // at once, and the driver exits as soon as the call returns. So a task
 // may call Stop without deadlock. An executor that blocks for another
 // reason (its pool busy with work of other wheels) delays Stop until it
-// takes the task.
+// takes the task; if that work is itself waiting for this Stop (every
+// worker of a pool shared by wheels runs a task of another wheel that
+// calls Stop on this one), nothing moves: give each wheel a pool of its
+// own, or call Stop from outside the tasks.
 func (w *TimingWheel) Stop() {
 	w.life.Lock()
 	if !w.stopped.Load() {
@@ -356,7 +359,7 @@ func (w *TimingWheel) Stop() {
 // few microseconds per thousand buckets: call it to observe, not on a hot
 // path.
 func (w *TimingWheel) Len() int {
-	n := int(w.outside.Load()) + w.due.pendingCount()
+	n := w.outside.Load() + w.due.pendingCount()
 	for i := range w.levels {
 		if lv := w.levels[i].Load(); lv != nil {
 			for j := range lv.buckets {
@@ -364,7 +367,11 @@ func (w *TimingWheel) Len() int {
 			}
 		}
 	}
-	return n
+	// A lane's count only grows for the timers that fire (the driver takes
+	// them off outside), so after 2^31 of them through one lane it wraps.
+	// The sum is still right modulo 2^32, and the true count is below 2^32
+	// (that many timers would take 200 GB), so the sum modulo 2^32 is it.
+	return int(uint32(n))
 }
 
 // AfterFunc waits for duration d and then calls f in the way the executor

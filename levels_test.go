@@ -1,6 +1,7 @@
 package timingwheel
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"testing"
@@ -31,26 +32,33 @@ func TestDefaultWheelHasSixLevels(t *testing.T) {
 // allocates level 0 alone, whose size the doc of New states. Measured at
 // GOMAXPROCS=16, where level 0 takes 2 MiB.
 func TestLevelsAreAllocatedLazily(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	w, err := New()
-	runtime.ReadMemStats(&after)
-	require.NoError(t, err)
-	defer w.Stop()
-	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10), "New allocated more than 64 KiB")
-	for i := range w.levels {
-		assert.Nil(t, w.levels[i].Load(), "level %d allocated by New", i)
-	}
+	for _, c := range []struct {
+		procs  int
+		level0 float64
+	}{{2, 256 << 10}, {16, 2 << 20}} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", c.procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.procs))
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			w, err := New()
+			runtime.ReadMemStats(&after)
+			require.NoError(t, err)
+			defer w.Stop()
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10), "New allocated more than 64 KiB")
+			for i := range w.levels {
+				assert.Nil(t, w.levels[i].Load(), "level %d allocated by New", i)
+			}
 
-	runtime.ReadMemStats(&before)
-	tm := w.AfterFunc(time.Millisecond, func() {})
-	runtime.ReadMemStats(&after)
-	require.NotNil(t, w.levels[0].Load())
-	assert.Nil(t, w.levels[1].Load())
-	level0 := after.TotalAlloc - before.TotalAlloc
-	assert.InDelta(t, 2<<20, float64(level0), 64<<10, "level 0 at GOMAXPROCS=16")
-	assert.True(t, tm.Stop())
+			runtime.ReadMemStats(&before)
+			tm := w.AfterFunc(time.Millisecond, func() {})
+			runtime.ReadMemStats(&after)
+			require.NotNil(t, w.levels[0].Load())
+			assert.Nil(t, w.levels[1].Load())
+			level0 := after.TotalAlloc - before.TotalAlloc
+			assert.InDelta(t, c.level0, float64(level0), 32<<10, "level 0 at GOMAXPROCS=%d", c.procs)
+			assert.True(t, tm.Stop())
+		})
+	}
 }
 
 // A lane fills one 64-byte cache line (see lane.inline).

@@ -31,6 +31,8 @@ func TestDefaultWheelHasSixLevels(t *testing.T) {
 // Promise 7: New allocates no level, not even level 0; the first timer
 // allocates level 0 alone, whose size the doc of New states. Measured at
 // GOMAXPROCS=16, where level 0 takes 2 MiB.
+// TotalAlloc counts what any goroutine allocates meanwhile, which only
+// adds: each figure is the least of three tries.
 func TestLevelsAreAllocatedLazily(t *testing.T) {
 	for _, c := range []struct {
 		procs  int
@@ -38,25 +40,29 @@ func TestLevelsAreAllocatedLazily(t *testing.T) {
 	}{{2, 256 << 10}, {16, 2 << 20}} {
 		t.Run(fmt.Sprintf("GOMAXPROCS=%d", c.procs), func(t *testing.T) {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(c.procs))
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			w, err := New()
-			runtime.ReadMemStats(&after)
-			require.NoError(t, err)
-			defer w.Stop()
-			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10), "New allocated more than 64 KiB")
-			for i := range w.levels {
-				assert.Nil(t, w.levels[i].Load(), "level %d allocated by New", i)
-			}
+			newBytes, level0 := uint64(math.MaxUint64), uint64(math.MaxUint64)
+			for range 3 {
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				w, err := New()
+				runtime.ReadMemStats(&after)
+				require.NoError(t, err)
+				newBytes = min(newBytes, after.TotalAlloc-before.TotalAlloc)
+				for i := range w.levels {
+					assert.Nil(t, w.levels[i].Load(), "level %d allocated by New", i)
+				}
 
-			runtime.ReadMemStats(&before)
-			tm := w.AfterFunc(time.Millisecond, func() {})
-			runtime.ReadMemStats(&after)
-			require.NotNil(t, w.levels[0].Load())
-			assert.Nil(t, w.levels[1].Load())
-			level0 := after.TotalAlloc - before.TotalAlloc
+				runtime.ReadMemStats(&before)
+				tm := w.AfterFunc(time.Millisecond, func() {})
+				runtime.ReadMemStats(&after)
+				require.NotNil(t, w.levels[0].Load())
+				assert.Nil(t, w.levels[1].Load())
+				level0 = min(level0, after.TotalAlloc-before.TotalAlloc)
+				assert.True(t, tm.Stop())
+				w.Stop()
+			}
+			assert.Less(t, newBytes, uint64(64<<10), "New allocated more than 64 KiB")
 			assert.InDelta(t, c.level0, float64(level0), 32<<10, "level 0 at GOMAXPROCS=%d", c.procs)
-			assert.True(t, tm.Stop())
 		})
 	}
 }

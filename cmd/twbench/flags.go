@@ -34,6 +34,8 @@ type options struct {
 	// fireN timers fire across window in the fire scenario.
 	fireN  int
 	window time.Duration
+	// rounds is how many times fire measures each engine; see runFire.
+	rounds int
 	// idleFor is how long idle measures CPU.
 	idleFor time.Duration
 	// goroutines run the parallel scenario for parallelFor.
@@ -193,6 +195,7 @@ func defaultOptions() *options {
 		pending:     1_000_000,
 		fireN:       1_000_000,
 		window:      2 * time.Second,
+		rounds:      3,
 		idleFor:     5 * time.Second,
 		goroutines:  8, // more goroutines than cores, as in a busy service
 		parallelFor: 2 * time.Second,
@@ -216,6 +219,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var((*countValue)(&o.pending), "pending", "memory, idle, parallel, queue: `count` of timers pending, due in 1-2h; durable: messages pending for reopen and memory, due in a day (and -pending/200 sizes its other figures); asynq: -pending/50 messages per figure")
 	fs.Var((*countValue)(&o.fireN), "fire-n", "fire: `count` of timers that fire")
 	fs.DurationVar(&o.window, "window", o.window, "fire: the timers' deadlines spread over this window (queue: at most 1s, durable: at most 2s)")
+	fs.IntVar(&o.rounds, "rounds", o.rounds, "fire: rounds, each measuring every engine once, in a rotated order; each figure is the median of its rounds, early firings their sum")
 	fs.DurationVar(&o.idleFor, "idle-for", o.idleFor, "idle: how long to measure the process's CPU")
 	fs.IntVar(&o.goroutines, "g", o.goroutines, "parallel: goroutines doing AfterFunc+Stop")
 	fs.DurationVar(&o.parallelFor, "for", o.parallelFor, "parallel: how long each measurement runs")
@@ -331,6 +335,9 @@ func (o *options) validate() error {
 		if d.v <= 0 {
 			return usagef("-%s must be a positive duration, got %v", d.name, d.v)
 		}
+	}
+	if o.rounds < 1 || o.rounds > 100 {
+		return usagef("-rounds must be between 1 and 100, got %d", o.rounds)
 	}
 	if o.goroutines < 1 || o.goroutines > 100_000 {
 		return usagef("-g must be between 1 and 100000, got %d", o.goroutines)

@@ -43,6 +43,7 @@ func TestParseArgsDefaults(t *testing.T) {
 	assert.Equal(t, 1_000_000, o.pending)
 	assert.Equal(t, 1_000_000, o.fireN)
 	assert.Equal(t, 2*time.Second, o.window)
+	assert.Equal(t, 3, o.rounds)
 	assert.Equal(t, 5*time.Second, o.idleFor)
 	assert.Equal(t, 2*time.Second, o.parallelFor)
 	assert.Equal(t, 8, o.goroutines)
@@ -60,6 +61,7 @@ func TestParseArgsQuick(t *testing.T) {
 	assert.Equal(t, []int{100_000, 1_000_000}, o.ns)
 	assert.Equal(t, 200_000, o.fireN)
 	assert.Equal(t, time.Second, o.window)
+	assert.Equal(t, 3, o.rounds, "-quick keeps the rounds: they make its tail rows stable")
 	assert.Equal(t, time.Second, o.idleFor)
 
 	// A flag given explicitly wins over -quick, wherever it stands.
@@ -109,6 +111,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		"huge wheel size":    {"-wheel-size", "10000000"},
 		"bad executor":       {"-executor", "pool"},
 		"zero goroutines":    {"-g", "0"},
+		"zero rounds":        {"-rounds", "0"},
 		"unknown flag":       {"-nosuch"},
 		"missing value":      {"-n"},
 		"plot extension":     {"-plot", "out.pdf", "fire"},

@@ -56,9 +56,37 @@ type fireState struct {
 	done  chan struct{}
 }
 
+// fireEngine is one of the engines that fire measures.
+type fireEngine int
+
+const (
+	engineInline fireEngine = iota
+	engineGoroutine
+	engineRuntime
+	numFireEngines
+)
+
+// fireOrder returns the order in which round r (from 0) measures the
+// engines: each round starts one engine further on, so over every three
+// rounds each engine goes first, second and last once. An engine measured
+// after another finds the process warmed by it (goroutines, stacks, heap
+// pages already touched), and a fixed order gave that to the runtime.
+func fireOrder(r int) [numFireEngines]fireEngine {
+	var order [numFireEngines]fireEngine
+	for k := range order {
+		order[k] = fireEngine((r + k) % int(numFireEngines))
+	}
+	return order
+}
+
 // runFire measures the wheel with the inline executor, the wheel with the
-// default goroutine-per-task executor, and the runtime, one after the other, each firing -fire-n
-// timers due across -window.
+// default goroutine-per-task executor, and the runtime, each firing
+// -fire-n timers due across -window, in -rounds rounds (see fireOrder).
+// Each figure is the median of an engine's rounds: on a shared machine a
+// stall of a few milliseconds (the host, a page fault on fresh memory)
+// lands in one engine's run or another's at random, and decides a single
+// run's p999 and max. Early firings are summed over the rounds; the plot
+// shows every round's samples.
 func runFire(e *env) ([]row, error) {
 	n := e.opts.fireN
 	offsets := make([]time.Duration, n)
@@ -67,31 +95,37 @@ func runFire(e *env) ([]row, error) {
 		offsets[i] = time.Duration(r.Int64N(int64(e.opts.window)))
 	}
 
-	in, err := fireWheel(e, labelInline, executorInline, offsets)
-	if err != nil {
-		return nil, err
+	var results [numFireEngines][]fireResult
+	for round := range e.opts.rounds {
+		for _, eng := range fireOrder(round) {
+			var res fireResult
+			var err error
+			switch eng {
+			case engineInline:
+				res, err = fireWheel(e, labelInline, executorInline, offsets)
+			case engineGoroutine:
+				res, err = fireWheel(e, labelGoroutine, executorGoroutine, offsets)
+			case engineRuntime:
+				res, err = fireOnce(e, labelRuntime, offsets, func(d time.Duration, f func()) { time.AfterFunc(d, f) })
+			}
+			if err != nil {
+				return nil, err
+			}
+			results[eng] = append(results[eng], res)
+			release()
+		}
 	}
-	release()
-	gr, err := fireWheel(e, labelGoroutine, executorGoroutine, offsets)
-	if err != nil {
-		return nil, err
-	}
-	release()
-	rt, err := fireOnce(e, labelRuntime, offsets, func(d time.Duration, f func()) { time.AfterFunc(d, f) })
-	if err != nil {
-		return nil, err
-	}
-	release()
+	in, gr, rt := results[engineInline], results[engineGoroutine], results[engineRuntime]
 
-	e.addLateness(labelInline, in.late)
-	e.addLateness(labelGoroutine, gr.late)
-	e.addLateness(labelRuntime, rt.late)
+	e.addLateness(labelInline, pooledLateness(in))
+	e.addLateness(labelGoroutine, pooledLateness(gr))
+	e.addLateness(labelRuntime, pooledLateness(rt))
 
 	var rows []row
 	pair := func(figure, unit string, f func(fireResult) float64) {
 		rows = append(rows,
-			both(figure+" (inline)", unit, f(in), f(rt)),
-			both(figure+" (goroutine)", unit, f(gr), f(rt)))
+			both(figure+" (inline)", unit, medianOf(in, f), medianOf(rt, f)),
+			both(figure+" (goroutine)", unit, medianOf(gr, f), medianOf(rt, f)))
 	}
 	win := "window " + e.opts.window.String()
 	pair("all fired after, "+win, unitSeconds, func(r fireResult) float64 { return seconds(r.wall) })
@@ -100,9 +134,46 @@ func runFire(e *env) ([]row, error) {
 	pair("lateness p99", unitMicros, func(r fireResult) float64 { return micros(percentile(r.late, 0.99)) })
 	pair("lateness p999", unitMicros, func(r fireResult) float64 { return micros(percentile(r.late, 0.999)) })
 	pair("lateness max", unitMicros, func(r fireResult) float64 { return micros(r.late[len(r.late)-1]) })
-	pair("early firings", unitCount, func(r fireResult) float64 { return float64(r.early) })
+	early := func(rs []fireResult) float64 {
+		sum := 0
+		for _, r := range rs {
+			sum += r.early
+		}
+		return float64(sum)
+	}
+	rows = append(rows,
+		both("early firings (inline)", unitCount, early(in), early(rt)),
+		both("early firings (goroutine)", unitCount, early(gr), early(rt)))
 	pair("CPU", unitSeconds, func(r fireResult) float64 { return seconds(r.cpu) })
 	return rows, nil
+}
+
+// medianOf returns the median of f over rs, which is not empty: the
+// middle value, or the mean of the two middle ones.
+func medianOf(rs []fireResult, f func(fireResult) float64) float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	m := len(v) / 2
+	if len(v)%2 == 0 {
+		return (v[m-1] + v[m]) / 2
+	}
+	return v[m]
+}
+
+// pooledLateness returns the lateness samples of every round, sorted.
+func pooledLateness(rs []fireResult) []time.Duration {
+	if len(rs) == 1 {
+		return rs[0].late
+	}
+	var all []time.Duration
+	for _, r := range rs {
+		all = append(all, r.late...)
+	}
+	slices.Sort(all)
+	return all
 }
 
 // fireWheel runs fireOnce on a wheel configured by the flags but with
@@ -127,6 +198,12 @@ func fireWheel(e *env, label, executor string, offsets []time.Duration, extra ..
 func fireOnce(e *env, label string, offsets []time.Duration, schedule func(d time.Duration, f func())) (fireResult, error) {
 	n := len(offsets)
 	st := &fireState{late: make([]time.Duration, n), n: int64(n), done: make(chan struct{})}
+	// Touch every page of late now: the first write to a page the OS has
+	// not backed yet faults, which on a VM can take a millisecond, and the
+	// callbacks would pay it inside the window, as lateness of the engine.
+	for i := range st.late {
+		st.late[i] = -1
+	}
 	lead := 100*time.Millisecond + time.Duration(n)*time.Microsecond
 	runtime.GC()
 

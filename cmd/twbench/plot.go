@@ -100,6 +100,9 @@ func writePlot(path string, e *env, now time.Time) error {
 func latenessPlot(e *env) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("fire: %s timers over %v", formatCount(e.opts.fireN), e.opts.window)
+	if e.opts.rounds > 1 {
+		p.Title.Text += fmt.Sprintf(", %d rounds", e.opts.rounds)
+	}
 	p.X.Label.Text = "lateness (µs, log scale; lower is better)"
 	p.Y.Label.Text = "fraction of timers fired by then (higher is better)"
 	p.X.Scale = plot.LogScale{}

@@ -209,6 +209,7 @@ func TestPlotSVG(t *testing.T) {
 	assert.Contains(t, s, "ns per start+stop (lower is better)")
 	assert.Contains(t, s, "lateness (µs, log scale; lower is better)")
 	assert.Contains(t, s, "fraction of timers fired by then (higher is better)")
+	assert.Contains(t, s, "fire: 2k timers over 100ms, 3 rounds", "the samples of every round are drawn")
 	assert.Contains(t, s, runtime.Version(), "the caption")
 	if !strings.Contains(s, day) { // unless midnight passed meanwhile
 		assert.Contains(t, s, time.Now().Format("2006-01-02"), "the caption")

@@ -86,7 +86,7 @@ func fireOrder(r int) [numFireEngines]fireEngine {
 // stall of a few milliseconds (the host, a page fault on fresh memory)
 // lands in one engine's run or another's at random, and decides a single
 // run's p999 and max. Early firings are summed over the rounds; the plot
-// shows every round's samples.
+// shows every round's samples, which are kept only when there is a plot.
 func runFire(e *env) ([]row, error) {
 	n := e.opts.fireN
 	offsets := make([]time.Duration, n)
@@ -95,7 +95,10 @@ func runFire(e *env) ([]row, error) {
 		offsets[i] = time.Duration(r.Int64N(int64(e.opts.window)))
 	}
 
-	var results [numFireEngines][]fireResult
+	var (
+		figures [numFireEngines][]fireFigures
+		samples [numFireEngines][]fireResult // kept for the plot only
+	)
 	for round := range e.opts.rounds {
 		for _, eng := range fireOrder(round) {
 			var res fireResult
@@ -111,46 +114,74 @@ func runFire(e *env) ([]row, error) {
 			if err != nil {
 				return nil, err
 			}
-			results[eng] = append(results[eng], res)
+			figures[eng] = append(figures[eng], res.figures())
+			if e.opts.plotPath != "" {
+				samples[eng] = append(samples[eng], res)
+			}
+			res = fireResult{}
 			release()
 		}
 	}
-	in, gr, rt := results[engineInline], results[engineGoroutine], results[engineRuntime]
+	if e.opts.plotPath != "" {
+		e.addLateness(labelInline, pooledLateness(samples[engineInline]))
+		e.addLateness(labelGoroutine, pooledLateness(samples[engineGoroutine]))
+		e.addLateness(labelRuntime, pooledLateness(samples[engineRuntime]))
+	}
 
-	e.addLateness(labelInline, pooledLateness(in))
-	e.addLateness(labelGoroutine, pooledLateness(gr))
-	e.addLateness(labelRuntime, pooledLateness(rt))
-
+	in, gr, rt := figures[engineInline], figures[engineGoroutine], figures[engineRuntime]
 	var rows []row
-	pair := func(figure, unit string, f func(fireResult) float64) {
+	pair := func(figure, unit string, f func(fireFigures) float64) {
 		rows = append(rows,
 			both(figure+" (inline)", unit, medianOf(in, f), medianOf(rt, f)),
 			both(figure+" (goroutine)", unit, medianOf(gr, f), medianOf(rt, f)))
 	}
 	win := "window " + e.opts.window.String()
-	pair("all fired after, "+win, unitSeconds, func(r fireResult) float64 { return seconds(r.wall) })
-	pair("expiries", unitPerSec, func(r fireResult) float64 { return float64(len(r.late)) / r.wall.Seconds() })
-	pair("lateness p50", unitMicros, func(r fireResult) float64 { return micros(percentile(r.late, 0.50)) })
-	pair("lateness p99", unitMicros, func(r fireResult) float64 { return micros(percentile(r.late, 0.99)) })
-	pair("lateness p999", unitMicros, func(r fireResult) float64 { return micros(percentile(r.late, 0.999)) })
-	pair("lateness max", unitMicros, func(r fireResult) float64 { return micros(r.late[len(r.late)-1]) })
-	early := func(rs []fireResult) float64 {
+	pair("all fired after, "+win, unitSeconds, func(f fireFigures) float64 { return seconds(f.wall) })
+	pair("expiries", unitPerSec, func(f fireFigures) float64 { return f.expiries })
+	pair("lateness p50", unitMicros, func(f fireFigures) float64 { return micros(f.p50) })
+	pair("lateness p99", unitMicros, func(f fireFigures) float64 { return micros(f.p99) })
+	pair("lateness p999", unitMicros, func(f fireFigures) float64 { return micros(f.p999) })
+	pair("lateness max", unitMicros, func(f fireFigures) float64 { return micros(f.max) })
+	early := func(fs []fireFigures) float64 {
 		sum := 0
-		for _, r := range rs {
-			sum += r.early
+		for _, f := range fs {
+			sum += f.early
 		}
 		return float64(sum)
 	}
 	rows = append(rows,
 		both("early firings (inline)", unitCount, early(in), early(rt)),
 		both("early firings (goroutine)", unitCount, early(gr), early(rt)))
-	pair("CPU", unitSeconds, func(r fireResult) float64 { return seconds(r.cpu) })
+	pair("CPU", unitSeconds, func(f fireFigures) float64 { return seconds(f.cpu) })
 	return rows, nil
+}
+
+// fireFigures are what the table shows of one engine's round; unlike a
+// fireResult they do not hold a sample per timer.
+type fireFigures struct {
+	wall, cpu           time.Duration
+	expiries            float64 // per second
+	p50, p99, p999, max time.Duration
+	early               int
+}
+
+// figures summarizes r, whose samples are sorted.
+func (r fireResult) figures() fireFigures {
+	return fireFigures{
+		wall:     r.wall,
+		cpu:      r.cpu,
+		expiries: float64(len(r.late)) / r.wall.Seconds(),
+		p50:      percentile(r.late, 0.50),
+		p99:      percentile(r.late, 0.99),
+		p999:     percentile(r.late, 0.999),
+		max:      r.late[len(r.late)-1],
+		early:    r.early,
+	}
 }
 
 // medianOf returns the median of f over rs, which is not empty: the
 // middle value, or the mean of the two middle ones.
-func medianOf(rs []fireResult, f func(fireResult) float64) float64 {
+func medianOf(rs []fireFigures, f func(fireFigures) float64) float64 {
 	v := make([]float64, len(rs))
 	for i, r := range rs {
 		v[i] = f(r)

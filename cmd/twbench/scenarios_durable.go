@@ -490,8 +490,7 @@ func durableReopen(o *options, dir string, n int) (time.Duration, error) {
 		}
 		times[i] = time.Since(start)
 	}
-	slices.Sort(times)
-	return times[len(times)/2], nil
+	return median(times), nil
 }
 
 // durableMem is the process's memory with a queue open on n pending

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -118,7 +117,6 @@ func runFire(e *env) ([]row, error) {
 			if e.opts.plotPath != "" {
 				samples[eng] = append(samples[eng], res)
 			}
-			res = fireResult{}
 			release()
 		}
 	}
@@ -179,19 +177,13 @@ func (r fireResult) figures() fireFigures {
 	}
 }
 
-// medianOf returns the median of f over rs, which is not empty: the
-// middle value, or the mean of the two middle ones.
+// medianOf returns the median of f over rs, which is not empty.
 func medianOf(rs []fireFigures, f func(fireFigures) float64) float64 {
 	v := make([]float64, len(rs))
 	for i, r := range rs {
 		v[i] = f(r)
 	}
-	slices.Sort(v)
-	m := len(v) / 2
-	if len(v)%2 == 0 {
-		return (v[m-1] + v[m]) / 2
-	}
-	return v[m]
+	return median(v)
 }
 
 // pooledLateness returns the lateness samples of every round, sorted.
@@ -293,15 +285,4 @@ func waitFired(e *env, label string, st *fireState, windowEnd time.Time) error {
 			return fmt.Errorf("%s: only %d of %d timers fired within a minute of the window's end", label, st.fired.Load(), st.n)
 		}
 	}
-}
-
-// percentile returns the q-quantile (0 < q <= 1) of sorted samples: the
-// smallest sample with at least a fraction q of the samples at or below
-// it.
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(q*float64(len(sorted))-1e-9)) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
 }

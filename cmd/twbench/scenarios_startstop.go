@@ -128,9 +128,8 @@ func measureOps(ops int, loop func(n int)) (nsOp, allocsOp, bytesOp float64) {
 		perOp = append(perOp, float64(time.Since(start).Nanoseconds())/float64(n))
 	}
 	runtime.ReadMemStats(&after)
-	slices.Sort(perOp)
 	total := float64(ops)
-	return perOp[len(perOp)/2],
+	return median(perOp),
 		float64(after.Mallocs-before.Mallocs) / total,
 		float64(after.TotalAlloc-before.TotalAlloc) / total
 }

@@ -156,10 +156,18 @@ type moved struct {
 // lane's lock, settles each batch with no lock held, and runs its tasks
 // before it takes the next; so a task, even one run inline on this
 // goroutine, never meets a timer in the moving state. Between the batches
-// of a coarse bucket it fires the level-0 buckets due meanwhile.
+// of a coarse bucket it fires the level-0 buckets due meanwhile, and it
+// moves a large coarse bucket whose range is still far ahead in slices,
+// a look each (see cascade.go).
 func (w *TimingWheel) flush(b *bucket) {
 	left := int64(noExpiration) // the earliest deadline left in b
+	budget := w.cascadeBudget(b, w.now())
+	sliced := false // a slice of a cascade ended with timers left
 	for i := range b.lanes {
+		if budget <= 0 {
+			sliced = true
+			break
+		}
 		l := &b.lanes[i]
 		// Look only at the timers in the lane now: timers added
 		// meanwhile, or put back into b by this flush, go after them,
@@ -194,7 +202,9 @@ func (w *TimingWheel) flush(b *bucket) {
 					batch = append(batch, moved{t, withStatus(s, statusMoving)})
 				}
 			}
-			more = j >= 0
+			budget -= len(batch)
+			sliced = j >= 0 && budget <= 0
+			more = j >= 0 && !sliced
 			if !more {
 				l.limit = 0
 				l.flushing = false
@@ -210,6 +220,11 @@ func (w *TimingWheel) flush(b *bucket) {
 				w.fireDue(w.now(), true)
 			}
 		}
+	}
+	if sliced {
+		// Look again at the next grain for the timers left (see
+		// cascade.go).
+		b.arm(w.grainOf(w.now()+1), w.queue)
 	}
 	if left != noExpiration {
 		// A timer left here may have been stopped since: b then comes

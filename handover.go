@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"runtime"
 	"strconv"
+	"time"
 )
 
 // Handing fired timers' tasks to the executor, and how the wheel's Stop
@@ -45,6 +46,7 @@ func (w *TimingWheel) handOver(r *runner) {
 // of the executor that may be waiting for the caller; see above. The
 // wheel must be stopped.
 func (w *TimingWheel) waitForDriver() {
+	var stuck <-chan time.Time // armed at the first wait for an executor call
 	for {
 		w.handing.Lock()
 		select {
@@ -64,10 +66,21 @@ func (w *TimingWheel) waitForDriver() {
 		if others > 0 || goroutineID() == w.driverID {
 			return
 		}
+		if stuck == nil {
+			t := time.NewTimer(w.stuckStopAfter)
+			defer t.Stop()
+			stuck = t.C
+		}
 		select {
 		case <-w.exited:
 			return
 		case <-w.leftExec:
+		case <-stuck:
+			// Fires once: the wait goes on, but not in silence.
+			w.log().Error("timingwheel: Stop has waited for the executor to take a task of this wheel; "+
+				"if every worker of the executor runs a task that waits for this Stop (a pool shared with "+
+				"wheels whose tasks stop this one), it waits for ever: give each wheel a pool of its own, "+
+				"or call Stop from outside the tasks", "waited", w.stuckStopAfter)
 		}
 	}
 }

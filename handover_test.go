@@ -1,6 +1,8 @@
 package timingwheel
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -211,4 +213,92 @@ func TestGoroutineIDsDiffer(t *testing.T) {
 	assert.NotZero(t, other)
 	assert.NotEqual(t, here, other)
 	assert.Equal(t, here, goroutineID())
+}
+
+// logRecorder is a slog.Handler that sends each record's message on a
+// channel.
+type logRecorder struct{ msgs chan string }
+
+func (h logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (h logRecorder) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h.msgs <- r.Level.String() + " " + r.Message:
+	default:
+	}
+	return nil
+}
+func (h logRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h logRecorder) WithGroup(string) slog.Handler      { return h }
+
+// Promise 6, the case Stop cannot make safe: a pool of one worker shared
+// by two wheels, whose worker runs a task of wheel A that stops wheel B
+// while B's driver waits to hand the pool a task. Nothing can move until
+// the pool gives up; B's Stop says so on B's logger rather than hang in
+// silence, and returns once the hand-over does.
+func TestStopStuckBehindSharedPoolSaysSo(t *testing.T) {
+	jobs := make(chan func())
+	release := make(chan struct{})
+	submit := func(task func()) {
+		select {
+		case jobs <- task:
+		case <-release: // the pool gives up on the task
+		}
+	}
+	var workerDone sync.WaitGroup
+	workerDone.Add(1)
+	go func() {
+		defer workerDone.Done()
+		for task := range jobs {
+			task()
+		}
+	}()
+	defer workerDone.Wait()
+	defer close(jobs)
+
+	logs := logRecorder{msgs: make(chan string, 4)}
+	bHandingOver := make(chan struct{})
+	var once sync.Once
+	mockB := clock.NewMock()
+	b, err := New(WithClock(mockB), WithLogger(slog.New(logs)), WithExecutor(func(task func()) {
+		once.Do(func() { close(bHandingOver) })
+		submit(task)
+	}))
+	require.NoError(t, err)
+	b.stuckStopAfter = 50 * time.Millisecond
+	b.Start()
+
+	mockA := clock.NewMock()
+	a, err := New(WithClock(mockA), WithExecutor(submit))
+	require.NoError(t, err)
+	a.Start()
+	defer a.Stop()
+
+	bStopped := make(chan struct{})
+	a.AfterFunc(time.Millisecond, func() {
+		<-bHandingOver
+		b.Stop()
+		close(bStopped)
+	})
+	mockA.Add(time.Millisecond) // the worker takes A's task, which waits
+	b.AfterFunc(time.Millisecond, func() { t.Error("B's task ran after B's Stop") })
+	mockB.Add(time.Millisecond) // B's driver blocks handing its task over
+
+	select {
+	case msg := <-logs.msgs:
+		assert.Contains(t, msg, "ERROR timingwheel: Stop has waited for the executor")
+		assert.Contains(t, msg, "give each wheel a pool of its own")
+	case <-time.After(10 * time.Second):
+		t.Fatal("B's Stop did not say it was stuck")
+	}
+	select {
+	case <-bStopped:
+		t.Fatal("B's Stop returned while B's driver was still handing over")
+	default:
+	}
+	close(release)
+	select {
+	case <-bStopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("B's Stop did not return once the hand-over gave up")
+	}
 }

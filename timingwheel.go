@@ -102,6 +102,9 @@ type TimingWheel struct {
 	driverID      uint64 // the driver goroutine's ID, set before Start returns
 	// tasksRunning counts the tasks a custom executor is running.
 	tasksRunning atomic.Int64
+	// stuckStopAfter is how long Stop waits for an executor call before
+	// it logs that it may wait for ever (see waitForDriver).
+	stuckStopAfter time.Duration
 	// underway counts the tasks handed over and not returned, for Shutdown.
 	underway underway
 
@@ -181,7 +184,8 @@ func WithPanicHandler(h func(recovered any)) Option { return func(c *config) { c
 
 // WithLogger sets the logger that reports a panicking task, at level
 // Error with the attributes "panic" (the value) and "stack", when no
-// WithPanicHandler is set: slog.Default() by default.
+// WithPanicHandler is set, and a Stop stuck behind the executor (see
+// Stop): slog.Default() by default.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // New returns a stopped wheel configured by opts; call Start to run it.
@@ -273,6 +277,8 @@ func newWheel(cfg config) (*TimingWheel, error) {
 		leftExec:  make(chan struct{}, 1),
 		underway:  underway{idle: make(chan struct{})},
 		syncReqs:  make(chan syncRequest),
+
+		stuckStopAfter: time.Second,
 	}
 	w.start = w.clock.Now()
 	w.due.exp.Store(noExpiration)
@@ -336,7 +342,9 @@ func (w *TimingWheel) Start() {
 // takes the task; if that work is itself waiting for this Stop (every
 // worker of a pool shared by wheels runs a task of another wheel that
 // calls Stop on this one), nothing moves: give each wheel a pool of its
-// own, or call Stop from outside the tasks.
+// own, or call Stop from outside the tasks. A Stop that has waited a
+// second for the executor says so, once, at level Error on the wheel's
+// logger (see WithLogger), with this advice.
 func (w *TimingWheel) Stop() {
 	w.life.Lock()
 	if !w.stopped.Load() {
@@ -657,11 +665,15 @@ func (w *TimingWheel) recoverPanic() {
 		w.onPanic(r)
 		return
 	}
-	l := w.logger
-	if l == nil {
-		l = slog.Default()
+	w.log().Error("timingwheel: task panicked", "panic", r, "stack", string(debug.Stack()))
+}
+
+// log returns the wheel's logger.
+func (w *TimingWheel) log() *slog.Logger {
+	if w.logger == nil {
+		return slog.Default()
 	}
-	l.Error("timingwheel: task panicked", "panic", r, "stack", string(debug.Stack()))
+	return w.logger
 }
 
 type syncRequest struct {

@@ -134,9 +134,15 @@ func TestInlineTaskResettingItselfToZero(t *testing.T) {
 
 // Promise 3, also after 2^31 timers fired through one lane: the lanes'
 // counts wrap, and Len stays exact. The wheel starts as if every lane of
-// the due bucket had seen MaxInt32 timers fire.
+// the due bucket had seen MaxInt32 timers fire. The timers are channel
+// timers made before Start, which wait in the due bucket (whose lane
+// wraps) until the driver runs: with the driver running, one could fire
+// before Len is read.
 func TestLenExactAfterALanesCountWraps(t *testing.T) {
-	w, mock := mockWheel(t)
+	mock := clock.NewMock()
+	w, err := New(WithClock(mock), WithExecutor(inline))
+	require.NoError(t, err)
+	defer w.Stop()
 	for i := range w.due.lanes {
 		l := &w.due.lanes[i]
 		l.mu.Lock()
@@ -145,13 +151,20 @@ func TestLenExactAfterALanesCountWraps(t *testing.T) {
 		w.outside.Add(-math.MaxInt32)
 	}
 	require.Equal(t, 0, w.Len())
-	var fired atomic.Int32
+	var timers []*Timer
 	for range 3 {
-		w.AfterFunc(0, func() { fired.Add(1) }) // into the due bucket, whose lane wraps
+		timers = append(timers, w.NewTimer(0))
 	}
 	require.Equal(t, 3, w.Len())
+	w.Start()
 	advance(t, w, mock, time.Millisecond)
-	require.EqualValues(t, 3, fired.Load())
+	for i, tm := range timers {
+		select {
+		case <-tm.C:
+		default:
+			t.Errorf("timer %d did not fire", i)
+		}
+	}
 	assert.Equal(t, 0, w.Len())
 }
 

@@ -25,6 +25,24 @@ func stopsWithin(t *testing.T, w *TimingWheel) {
 	}
 }
 
+// runWorker runs the tasks sent on jobs, one at a time, on a goroutine of
+// its own: a pool of one worker. It closes jobs and waits for the worker
+// when the test ends.
+func runWorker(t *testing.T, jobs chan func()) {
+	var done sync.WaitGroup
+	done.Add(1)
+	go func() {
+		defer done.Done()
+		for task := range jobs {
+			task()
+		}
+	}()
+	t.Cleanup(func() {
+		close(jobs)
+		done.Wait()
+	})
+}
+
 // Promise 6: the wheel's Stop called from a task under an executor that
 // blocks (a pool of one worker, busy with that very task) returns: the
 // hand-over in progress completes, and the tasks not handed over are kept
@@ -39,16 +57,7 @@ func TestWheelStopFromTaskUnderBlockingPool(t *testing.T) {
 		}
 		jobs <- task
 	}
-	var workerDone sync.WaitGroup
-	workerDone.Add(1)
-	go func() {
-		defer workerDone.Done()
-		for task := range jobs {
-			task()
-		}
-	}()
-	defer workerDone.Wait()
-	defer close(jobs)
+	runWorker(t, jobs)
 
 	mock := clock.NewMock()
 	w, err := New(WithClock(mock), WithExecutor(pool))
@@ -244,16 +253,7 @@ func TestStopStuckBehindSharedPoolSaysSo(t *testing.T) {
 		case <-release: // the pool gives up on the task
 		}
 	}
-	var workerDone sync.WaitGroup
-	workerDone.Add(1)
-	go func() {
-		defer workerDone.Done()
-		for task := range jobs {
-			task()
-		}
-	}()
-	defer workerDone.Wait()
-	defer close(jobs)
+	runWorker(t, jobs)
 
 	logs := logRecorder{msgs: make(chan string, 4)}
 	bHandingOver := make(chan struct{})
@@ -273,14 +273,16 @@ func TestStopStuckBehindSharedPoolSaysSo(t *testing.T) {
 	a.Start()
 	defer a.Stop()
 
-	bStopped := make(chan struct{})
+	aRunning, bStopped := make(chan struct{}), make(chan struct{})
 	a.AfterFunc(time.Millisecond, func() {
+		close(aRunning)
 		<-bHandingOver
 		b.Stop()
 		close(bStopped)
 	})
-	mockA.Add(time.Millisecond) // the worker takes A's task, which waits
-	b.AfterFunc(time.Millisecond, func() { t.Error("B's task ran after B's Stop") })
+	mockA.Add(time.Millisecond)
+	<-aRunning // the worker runs A's task, which waits
+	b.AfterFunc(time.Millisecond, func() { t.Error("B's task ran") })
 	mockB.Add(time.Millisecond) // B's driver blocks handing its task over
 
 	select {

@@ -17,21 +17,24 @@ import (
 // clock the alarm sets its timers again only when the instant changes or
 // they have fired: setting a wakeup is a system call, and moving a runtime
 // timer earlier interrupts the runtime's poller. A mock clock's timer is
-// set again on every pass, from the clock's now then. It is owned by the
-// driver goroutine.
+// set again on every pass, from the clock's now at that moment: the clock
+// moves in steps, at any time, and a wait computed before a step would go
+// off late by the step. It is owned by the driver goroutine.
 type alarm struct {
 	timer   *clock.Timer
-	real    bool // timer is on the real clock
+	now     func() int64 // the wheel's clock, ns since start
+	real    bool         // timer is on the real clock
 	wk      *wakeup
 	target  int64 // the instant (ns since start) they are set for
 	timerOn bool  // timer is set for target and has not fired
 	wkOn    bool  // wk is set for target and has not fired
 }
 
-// newAlarm returns an alarm on c, with a wakeup if real is true and the
-// system gives one. Call close when done with it.
-func newAlarm(c clock.Clock, real bool) *alarm {
-	a := &alarm{timer: c.Timer(time.Hour), real: real}
+// newAlarm returns an alarm on c, whose now (ns since the wheel's start)
+// is now, with a wakeup if real is true and the system gives one. Call
+// close when done with it.
+func newAlarm(c clock.Clock, now func() int64, real bool) *alarm {
+	a := &alarm{timer: c.Timer(time.Hour), now: now, real: real}
 	a.timer.Stop()
 	if real {
 		a.wk = newWakeup()
@@ -45,10 +48,11 @@ func (a *alarm) set(target int64, wait time.Duration) {
 		a.stop()
 		a.target = target
 	}
-	if a.timerOn && !a.real {
-		// Set it again from now: a mock clock may have moved on since it
-		// was set, by more than the wait, in one step.
+	if !a.real {
+		// Set it again, from the clock's now this moment: it may have
+		// moved since wait was computed, or since the timer was set.
 		a.stopTimer()
+		wait = time.Duration(target - a.now())
 	}
 	if !a.timerOn {
 		// Both, where there is a wakeup: it wakes an idle program on

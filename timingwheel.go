@@ -491,7 +491,7 @@ const spareIdle = time.Second
 func (w *TimingWheel) run() {
 	defer w.handing.Unlock() // after close(w.exited): see waitForDriver
 	defer close(w.exited)
-	al := newAlarm(w.clock, w.realClock)
+	al := newAlarm(w.clock, w.now, w.realClock)
 	defer al.close()
 	for {
 		now := w.now()
@@ -511,6 +511,12 @@ func (w *TimingWheel) run() {
 				w.dropSpares()
 			}
 			al.set(next, wait)
+			if w.now() >= next {
+				// A mock clock stepped past the instant while the alarm
+				// was set, which it then would not fire for.
+				w.takeRequest()
+				continue
+			}
 		} else {
 			al.stop()
 			w.dropSpares()

@@ -105,7 +105,7 @@ func TestWithClockNewIsTheRealClock(t *testing.T) {
 // so that whichever goes off first wakes the driver: the wakeup when the
 // program is idle, the timer when its Ps are too busy to poll the fd.
 func TestAlarmSetsTheRuntimeTimerBesideTheWakeup(t *testing.T) {
-	a := newAlarm(clock.New(), true)
+	a := newAlarm(clock.New(), func() int64 { return 0 }, true)
 	defer a.close()
 	require.NotNil(t, a.wk, "this system gives a timerfd")
 	a.set(int64(time.Millisecond), time.Millisecond)

@@ -76,11 +76,17 @@ func laneID(levelCode, bucket, lane int) uint32 {
 	return laneIDLinked | uint32(levelCode)<<(laneIDLaneBits+laneIDSlotBits) | uint32(bucket)<<laneIDLaneBits | uint32(lane)
 }
 
+// splitLaneID returns the level code, bucket and lane that id names.
+func splitLaneID(id uint32) (levelCode, bucket, lane uint32) {
+	levelCode = id >> (laneIDLaneBits + laneIDSlotBits) & 255
+	bucket = id >> laneIDLaneBits & (maxWheelSize - 1)
+	lane = id & (maxLanes - 1)
+	return levelCode, bucket, lane
+}
+
 // laneByID returns the lane named by id, which is not 0.
 func (w *TimingWheel) laneByID(id uint32) *lane {
-	k := id & (maxLanes - 1)
-	slot := id >> laneIDLaneBits & (maxWheelSize - 1)
-	code := id >> (laneIDLaneBits + laneIDSlotBits) & 255
+	code, slot, k := splitLaneID(id)
 	if code == 0 {
 		return &w.due.lanes[k]
 	}

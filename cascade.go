@@ -8,9 +8,9 @@ import "math"
 // (see overflow.go): 256ms ahead at level 1 with the defaults, 65s at
 // level 2. Moving all of its timers down at once keeps the driver busy
 // for milliseconds when the bucket is large: 51,000 timers (a quarter
-// second of 200,000 a second) took 2.4-3.7ms in a test, plus the page faults of the
-// level-0 lanes they fill, and a thread busy that long is the one the
-// kernel preempts at its next tick. With 200,000 timers due across a
+// second of 200,000 a second) took 2.4-3.7ms in a test, plus the page
+// faults of the level-0 lanes they fill, and a thread busy that long is
+// the one the kernel preempts at its next tick. With 200,000 timers due across a
 // second, the worst lateness of 5 runs in 6 (3.4-5.5ms) fell at the
 // instants such cascades began.
 //
@@ -36,12 +36,11 @@ func (w *TimingWheel) cascadeBudget(b *bucket, now int64) int {
 	if !b.coarse {
 		return math.MaxInt
 	}
-	id := b.lanes[0].id
-	lv := w.levels[(id>>(laneIDLaneBits+laneIDSlotBits)&255)-1].Load()
-	slot := int64(id >> laneIDLaneBits & (maxWheelSize - 1))
+	code, slot, _ := splitLaneID(b.lanes[0].id)
+	lv := w.levels[code-1].Load()
 	nowTick := now / w.tick
 	next := nowTick>>lv.shift + 1 // the level's next tick: the range cascading now
-	if next&w.mask != slot {
+	if next&w.mask != int64(slot) {
 		return math.MaxInt
 	}
 	start, half := next<<lv.shift, int64(1)<<lv.shift/2

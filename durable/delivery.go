@@ -38,11 +38,11 @@ func (q *Queue) delivery(storeNow time.Time, l Lease) *Delivery {
 	return &Delivery{
 		Message:   l.Message,
 		Attempt:   l.Attempt,
-		Deadline:  now.Add(l.Deadline.Sub(storeNow)),
+		Deadline:  q.local(now, storeNow, l.Deadline),
 		LastError: l.LastError,
 		token:     l.Token,
 		q:         q,
-		dueAt:     now.Add(ready.Sub(storeNow)),
+		dueAt:     q.local(now, storeNow, ready),
 		ahead:     l.Ahead,
 	}
 }

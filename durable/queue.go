@@ -26,6 +26,9 @@ type Queue struct {
 	wheel     *timingwheel.TimingWheel
 	ownsWheel bool
 	log       *slog.Logger
+	// storeClock is set if the store measures time on the queue's clock
+	// (see local).
+	storeClock bool
 
 	mu     sync.Mutex
 	closed bool
@@ -119,6 +122,7 @@ func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
 	if q.clock == nil {
 		q.clock = clock.New()
 	}
+	q.storeClock = onStoreClock(s, q.clock)
 	if q.log == nil {
 		q.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -569,7 +573,7 @@ func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time, dueSoon int)
 	}
 	now := q.clock.Now()
 	if !nextDue.IsZero() {
-		if wait := nextDue.Sub(storeNow) - q.cfg.claimAhead; wait <= 0 {
+		if wait := q.local(now, storeNow, nextDue).Sub(now) - q.cfg.claimAhead; wait <= 0 {
 			for range max(dueSoon, 1) - q.claiming {
 				q.wakeOneLocked()
 			}
@@ -578,7 +582,10 @@ func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time, dueSoon int)
 		}
 	}
 	if !nextDeadline.IsZero() {
-		at := now.Add(max(nextDeadline.Sub(storeNow), 0))
+		at := q.local(now, storeNow, nextDeadline)
+		if at.Before(now) {
+			at = now
+		}
 		armLocked(q.reap, &q.reapAt, at)
 	}
 }

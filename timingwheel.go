@@ -154,6 +154,10 @@ func WithWheelSize(n int) Option { return func(c *config) { c.wheelSize = int64(
 
 // WithClock sets the clock the wheel reads, for example a
 // clock.NewMock() in tests. The default is clock.New(), the real clock.
+// In a test, move a mock clock, then call Sync before asserting: a mock's
+// Add runs the timers due up to its target and then sets the time, so
+// the driver's alarm, if it was set in between, waits for the next step;
+// Sync fires what is due.
 func WithClock(c clock.Clock) Option {
 	return func(cfg *config) { cfg.clock, cfg.clockSet = c, true }
 }

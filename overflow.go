@@ -315,6 +315,8 @@ func (w *TimingWheel) spareFor(l *lane) int {
 // settle fires or moves each timer of a batch. The timers it fires stop
 // counting as pending in one step, before their tasks are handed over.
 func (w *TimingWheel) settle(batch []moved, now, nowTick int64) {
+	w.settling.Lock() // see Len
+	defer w.settling.Unlock()
 	fired := 0
 	for _, m := range batch {
 		t := m.t

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -198,6 +199,47 @@ func TestLenExactDuringCascade(t *testing.T) {
 	assert.Zero(t, wrong.Load(), "a sample missed or counted twice timers in flight")
 	assert.Positive(t, samples.Load())
 	assert.Equal(t, n, w.Len())
+}
+
+// Promise 3 after Stop: a timer that the driver fired, and that a Stop
+// then took back before its task started, no longer counts once that
+// Stop returns, although the driver may still be firing the rest of its
+// batch. The Stops run while the driver fires batches of timers due at
+// once.
+func TestLenExactAfterStopOfAFiredTimer(t *testing.T) {
+	const n = 4 * flushBatch
+	for range 50 {
+		w, mock := mockWheel(t)
+		timers := make([]*Timer, n)
+		for i := range timers {
+			timers[i] = w.AfterFunc(time.Millisecond, func() {})
+		}
+		stepped := make(chan struct{})
+		go func() {
+			defer close(stepped)
+			mock.Add(time.Millisecond)
+		}()
+		firing := func() bool {
+			for _, tm := range timers {
+				if status(tm.load()) != statusPending {
+					return true
+				}
+			}
+			return false
+		}
+		for !firing() {
+			runtime.Gosched()
+		}
+		stopped := 0
+		for _, tm := range timers {
+			if tm.Stop() {
+				stopped++
+			}
+		}
+		require.Zero(t, w.Len(), "counted after every timer fired or was stopped (%d stopped)", stopped)
+		<-stepped
+		w.Stop()
+	}
 }
 
 // Promise 4: a periodic timer whose run is under way when the wheel stops

@@ -82,6 +82,11 @@ type TimingWheel struct {
 	// lanes' counts: +1 for each timer parked on a stopped wheel, -1 for
 	// each fired by the driver or cancelled while it held it.
 	outside atomic.Int64
+	// settling is held by the driver while it settles a batch (see
+	// settle), which takes the timers it fires off the count only at the
+	// end. Len waits for it, so that a timer fired in that batch, and
+	// stopped before its task started, is not counted once Stop returns.
+	settling sync.Mutex
 
 	life     sync.Mutex
 	started  bool
@@ -367,11 +372,14 @@ func (w *TimingWheel) Stop() {
 // those made or reset on a stopped wheel. A periodic timer counts while it
 // waits for its next run. The count is exact while the driver moves
 // timers between levels; a timer stops counting when it fires, before its
-// task is handed over. Len locks each bucket lane in turn, so it costs a
-// few microseconds per thousand buckets: call it to observe, not on a hot
-// path.
+// task is handed over, or when a Stop of it returns true. Len locks each
+// bucket lane in turn, so it costs a few microseconds per thousand
+// buckets: call it to observe, not on a hot path.
 func (w *TimingWheel) Len() int {
-	n := w.outside.Load() + w.due.pendingCount()
+	w.settling.Lock() // after the batch being settled, if any
+	n := w.outside.Load()
+	w.settling.Unlock()
+	n += w.due.pendingCount()
 	for i := range w.levels {
 		if lv := w.levels[i].Load(); lv != nil {
 			for j := range lv.buckets {

@@ -11,16 +11,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// mockBoltStore opens a store in a fresh file on a mock clock set to a
+// round date, and closes it at the end of the test.
+func mockBoltStore(t *testing.T) (*BoltStore, *clock.Mock) {
+	t.Helper()
+	mock := clock.NewMock()
+	mock.Set(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	s, err := OpenBoltStore(filepath.Join(t.TempDir(), "q.db"), WithClock(mock))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+	return s, mock
+}
+
 // sharedStoreQueues returns two queues over one BoltStore, on a mock
 // clock, claiming ahead: what two processes sharing a Redis do, in one
 // process.
 func sharedStoreQueues(t *testing.T, opts ...Option) (q1, q2 *Queue, mock *clock.Mock) {
 	t.Helper()
-	mock = clock.NewMock()
-	mock.Set(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
-	s, err := OpenBoltStore(filepath.Join(t.TempDir(), "q.db"), WithClock(mock))
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, s.Close()) })
+	s, mock := mockBoltStore(t)
+	var err error
 	opts = append([]Option{WithClock(mock), WithBackoff(fixedBackoff), withClaimAhead(claimAhead)}, opts...)
 	q1, err = New(s, opts...)
 	require.NoError(t, err)
@@ -114,11 +123,7 @@ func (s *enqueueHookStore) Enqueue(ctx context.Context, msgs []Message) error {
 // the new message ahead between the write and the return of Enqueue; it
 // still hands it out at its due time, at attempt 1.
 func TestEnqueueDoesNotRevokeItsOwnWrite(t *testing.T) {
-	mock := clock.NewMock()
-	mock.Set(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
-	bs, err := OpenBoltStore(filepath.Join(t.TempDir(), "q.db"), WithClock(mock))
-	require.NoError(t, err)
-	defer bs.Close()
+	bs, mock := mockBoltStore(t)
 	s := &enqueueHookStore{Store: bs}
 	q, err := New(s, WithClock(mock), withClaimAhead(claimAhead))
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package durable
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -34,11 +33,7 @@ func (s *clockStepStore) Claim(ctx context.Context, limit, held int, lease, ahea
 // two nows would hold the message until a step after its due time, and
 // put the deadline a step late.
 func TestClaimOnTheQueuesClockKeepsItsInstants(t *testing.T) {
-	mock := clock.NewMock()
-	mock.Set(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
-	bs, err := OpenBoltStore(filepath.Join(t.TempDir(), "q.db"), WithClock(mock))
-	require.NoError(t, err)
-	defer bs.Close()
+	bs, mock := mockBoltStore(t)
 	const step = 40 * time.Millisecond
 	q, err := New(&clockStepStore{BoltStore: bs, mock: mock, step: step},
 		WithClock(mock), withClaimAhead(claimAhead), WithVisibilityTimeout(time.Minute))

@@ -15,55 +15,46 @@ const noExpiration = math.MaxInt64
 // Its timers are spread over a few lanes, each a slice of timers under its
 // own mutex, so that goroutines scheduling timers for the same moment do
 // not all queue on one lock. The lanes share one expiration: the instant
-// at which the driver must flush the bucket.
+// at which the driver must look at the bucket.
 type bucket struct {
 	// exp is the instant (ns since start) at which the bucket is due, or
-	// noExpiration: for a level-0 bucket the grain of its earliest timer,
-	// for a coarse one the start of its cascade (see placeFor). Adders
-	// lower it after linking a timer; the driver swaps it back to
-	// noExpiration before it drains the lanes (see arm and flush).
+	// noExpiration. Adders lower it after linking a timer; the driver
+	// swaps it back to noExpiration before it looks at the lanes (see
+	// arm).
 	exp   atomic.Int64
 	lanes []lane
-	// coarse is true for the buckets of overflow levels, whose flush
-	// cascades timers down rather than firing them.
+	// coarse is true for the buckets of overflow levels, whose timers
+	// cascade down rather than fire.
 	coarse bool
 }
 
 // A lane holds timers in a slice; each timer knows its position, so
-// adding and removing one are O(1): removal moves another timer into the
+// adding and removing one are O(1): removal moves the last timer into the
 // hole. A slice rather than an intrusive list keeps the Timer at 48 bytes
 // with three pointers, which is what the garbage collector pays for per
 // pending timer, and frees Stop from touching two neighbours.
 //
-// While the driver flushes the lane, items[:limit] are the timers it has
-// yet to look at, and timers added meanwhile stay after them, so the flush
-// never takes a timer it has just put back. Outside a flush limit is 0.
-// flushing is set for the whole flush, which shrinks the lane once at its
-// end rather than at each removal.
-//
 // Its fields are guarded by mu.
 type lane struct {
-	mu       sync.Mutex
-	items    []*Timer
-	limit    int32
-	id       uint32 // see laneID
-	flushing bool
+	mu    sync.Mutex
+	items []*Timer
+	id    uint32 // see laneID
 	// pending is this lane's share of the wheel's pending count (see
-	// TimingWheel.Len): +1 for each timer an owner made pending in the
-	// lane, -1 for each that a Stop or Reset took out of it. The driver's
-	// moves between lanes leave it alone, so the sum over all lanes stays
-	// exact while timers cascade; it is not the lane's length. It wraps
-	// after 2^31 timers fired through the lane (see Len).
+	// TimingWheel.Len): +1 for each timer made pending in the lane, -1 for
+	// each stopped or fired out of it. A cascade leaves the counts of both
+	// lanes alone, so the sum over all lanes stays exact while timers
+	// move; it is not the lane's length, and it may wrap (see Len).
 	pending int32
 	// inline is where items points while the lane holds at most two
 	// timers: in the lane's own cache line, where cores using other lanes
-	// never write (two small slices allocated apart could share a line).
-	inline [2]*Timer // with them the lane fills one 64-byte cache line
+	// never write.
+	inline [2]*Timer
+	_      [8]byte // to a 64-byte cache line
 }
 
-// A lane ID names a lane in a timer's state word in 31 bits (see state.go):
-// bits 0-5 the lane, 6-21 the bucket, 22-29 the level plus one (0 for the
-// due bucket), and bit 30 set, so that 0 means "in no lane".
+// A lane ID names a lane in a timer's state word in 31 bits: bits 0-5 the
+// lane, 6-21 the bucket, 22-29 the level plus one (0 for the due bucket),
+// and bit 30 set, so that no lane's ID is 0.
 const (
 	laneIDLinked   = 1 << 30
 	maxLanes       = 64
@@ -139,8 +130,7 @@ func (b *bucket) laneIndex(t *Timer) uint64 {
 
 // lockLaneFor locks and returns a lane of b for t: the one laneFor picks,
 // or, if another goroutine holds it, the next free one. A timer records
-// the lane it is put in, so any lane will do; two goroutines whose spans
-// map to the same lane then go on without waiting for each other.
+// the lane it is put in, so any lane will do.
 func (b *bucket) lockLaneFor(t *Timer) *lane {
 	n := uint64(len(b.lanes))
 	i := b.laneIndex(t)
@@ -155,9 +145,9 @@ func (b *bucket) lockLaneFor(t *Timer) *lane {
 }
 
 // arm makes sure the bucket is due no later than exp, pushing it into the
-// delay queue when its expiration moves earlier. It must be called after
-// the timer that needs exp has been linked: the driver resets exp before it
-// drains the lanes, so either the drain sees the timer or arm sees the reset.
+// delay queue when its expiration moves earlier. It is called after the
+// timer that needs exp has been linked: the driver resets exp before it
+// looks at the lanes, so either it sees the timer or arm sees the reset.
 func (b *bucket) arm(exp int64, q *delayQueue) {
 	for {
 		cur := b.exp.Load()
@@ -172,20 +162,14 @@ func (b *bucket) arm(exp int64, q *delayQueue) {
 }
 
 // minLaneCap is the capacity a lane keeps when it shrinks, and the least
-// of the spare arrays the driver reuses (see TimingWheel.spares).
+// of the spare arrays the driver reuses.
 const minLaneCap = 64
 
-// push adds t to l. l.mu must be held.
-func (l *lane) push(t *Timer) { l.pushInto(t, nil) }
-
-// pushInto adds t to l, moving l's timers into spare, an empty array, if
-// l is full and spare has more room; it reports whether it did. The driver
-// offers the arrays of lanes it emptied, so that lanes that fill and empty
-// on every rotation do not allocate each time. l.mu must be held.
-func (l *lane) pushInto(t *Timer, spare []*Timer) (usedSpare bool) {
+// push adds t to l, growing l into spare, an empty array, if l is full
+// and spare has more room; it reports whether it did. l.mu must be held.
+func (l *lane) push(t *Timer, spare []*Timer) (usedSpare bool) {
 	if n := len(l.items); n == cap(l.items) {
-		// No other slice has the inline slots' small capacity.
-		onInline := n == len(l.inline)
+		onInline := n == len(l.inline) // no other slice has so small a capacity
 		switch {
 		case cap(spare) > n:
 			l.items = append(spare[:0], l.items...)
@@ -202,30 +186,30 @@ func (l *lane) pushInto(t *Timer, spare []*Timer) (usedSpare bool) {
 	return usedSpare
 }
 
-// remove takes t out of l. l.mu must be held and t must be in l.
+// remove takes t out of l and shrinks l if it has mostly emptied. l.mu
+// must be held and t must be in l.
 func (l *lane) remove(t *Timer) {
-	i, last := int(t.pos), len(l.items)-1
-	if i < int(l.limit) {
-		// Keep the timers the flush has yet to see in front: the last
-		// of them fills the hole, and the last timer fills its place.
-		l.limit--
-		l.move(int(l.limit), i)
-		l.move(last, int(l.limit))
-	} else {
-		l.move(last, i)
+	l.removeAt(int(t.pos))
+	l.shrink()
+}
+
+// removeAt takes the timer at index i out of l, moving the last timer
+// into its place. The driver, which takes many timers out of a lane in a
+// row, shrinks the lane once at the end. l.mu must be held.
+func (l *lane) removeAt(i int) {
+	last := len(l.items) - 1
+	if i != last {
+		m := l.items[last]
+		l.items[i] = m
+		m.pos = uint32(i)
 	}
 	l.items[last] = nil
 	l.items = l.items[:last]
-	if !l.flushing {
-		l.shrink()
-	}
 }
 
 // shrink gives memory back once the lane has mostly emptied, and all of it
-// once it is empty; it returns the array it let go of when it emptied. A
-// flush calls it once at its end rather than at each removal, so that
-// draining a large lane does not copy it again and again. l.mu must be
-// held.
+// once it is empty; it returns the array it let go of when it emptied.
+// l.mu must be held.
 func (l *lane) shrink() (released []*Timer) {
 	switch c := cap(l.items); {
 	case len(l.items) == 0 && c > len(l.inline):
@@ -237,11 +221,59 @@ func (l *lane) shrink() (released []*Timer) {
 	return released
 }
 
-// move puts the timer at index from at index to.
-func (l *lane) move(from, to int) {
-	if from != to {
-		m := l.items[from]
-		l.items[to] = m
-		m.pos = uint32(to)
+// The spare arrays: the driver keeps the arrays of lanes it emptied, for
+// the lanes it fills to grow into, so that lanes that fill and empty on
+// every rotation do not allocate each time. They hold minLaneCap to
+// maxSpareCap slots each, maxSpareSlots in all (128 KiB), and are let go
+// when the driver has had nothing to do for spareIdle.
+const (
+	maxSpareCap   = 1024
+	maxSpareSlots = 16384
+)
+
+// spares is owned by the driver goroutine.
+type spares struct {
+	arrays [][]*Timer
+	slots  int // their total capacity
+}
+
+// keep keeps a, the emptied array of a lane (its slots are all nil), if it
+// is of a size worth keeping and there is room.
+func (sp *spares) keep(a []*Timer) {
+	if c := cap(a); c >= minLaneCap && c <= maxSpareCap && sp.slots+c <= maxSpareSlots {
+		sp.arrays = append(sp.arrays, a[:0])
+		sp.slots += c
 	}
+}
+
+// drop lets the spare arrays go.
+func (sp *spares) drop() {
+	clear(sp.arrays)
+	sp.arrays, sp.slots = sp.arrays[:0], 0
+}
+
+// push adds t to l, growing l into the spare array that fits it best if l
+// is full: the smallest with more room than l has timers and at most four
+// times as much, so that a small lane never takes a large array. l.mu must
+// be held.
+func (sp *spares) push(l *lane, t *Timer) {
+	best := -1
+	if n := len(l.items); n == cap(l.items) {
+		for i, a := range sp.arrays {
+			if c := cap(a); c > n && c <= 4*n && (best < 0 || c < cap(sp.arrays[best])) {
+				best = i
+			}
+		}
+	}
+	if best < 0 {
+		l.push(t, nil)
+		return
+	}
+	a := sp.arrays[best]
+	l.push(t, a)
+	sp.slots -= cap(a)
+	last := len(sp.arrays) - 1
+	sp.arrays[best] = sp.arrays[last]
+	sp.arrays[last] = nil
+	sp.arrays = sp.arrays[:last]
 }

@@ -15,33 +15,27 @@ func newTestLane() *lane {
 	return &newBuckets(1, 1, 1)[0].lanes[0]
 }
 
-// The lane's swap-remove keeps every timer's pos right and, during a
-// flush, keeps the timers the flush has yet to see in front of the ones
-// added meanwhile.
-func TestLaneRemoveKeepsPositionsAndFlushRegion(t *testing.T) {
+// The lane's swap-remove keeps every timer's pos right.
+func TestLaneRemoveKeepsPositions(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	for round := range 60 {
 		l := newTestLane()
-		originals := map[*Timer]bool{}
-		for range r.IntN(100) {
-			tm := &Timer{}
-			l.push(tm)
-			originals[tm] = true
-		}
-		l.limit = int32(len(l.items))
-		for range r.IntN(150) {
+		held := map[*Timer]bool{}
+		for range r.IntN(250) {
 			if len(l.items) > 0 && r.IntN(3) > 0 {
 				tm := l.items[r.IntN(len(l.items))]
 				l.remove(tm)
 				require.False(t, slices.Contains(l.items, tm), "removed timer still in the lane")
-				delete(originals, tm)
+				delete(held, tm)
 			} else {
-				l.push(&Timer{}) // added during the flush
+				tm := &Timer{}
+				l.push(tm, nil)
+				held[tm] = true
 			}
-			require.EqualValues(t, len(originals), l.limit, "round %d", round)
+			require.Len(t, l.items, len(held), "round %d", round)
 			for i, tm := range l.items {
 				require.EqualValues(t, i, tm.pos, "round %d", round)
-				require.Equal(t, i < int(l.limit), originals[tm], "round %d: timer at %d", round, i)
+				require.True(t, held[tm], "round %d: timer at %d", round, i)
 			}
 		}
 	}
@@ -52,7 +46,7 @@ func TestLaneShrinksWhenEmptied(t *testing.T) {
 	timers := make([]*Timer, 10_000)
 	for i := range timers {
 		timers[i] = &Timer{}
-		l.push(timers[i])
+		l.push(timers[i], nil)
 	}
 	for _, tm := range timers[:9_990] {
 		l.remove(tm)
@@ -79,23 +73,24 @@ func TestDriverReusesLaneArrays(t *testing.T) {
 	advance(t, w, mock, 2*time.Millisecond)
 	// Sync orders these reads after the driver's writes, and the driver
 	// touches the spares only while it flushes, which it does not now.
-	require.Len(t, w.spares, 1, "the emptied lane's array is kept")
-	slots := w.spareSlots
-	require.Equal(t, cap(w.spares[0]), slots)
+	require.Len(t, w.spares.arrays, 1, "the emptied lane's array is kept")
+	slots := w.spares.slots
+	require.Equal(t, cap(w.spares.arrays[0]), slots)
 	require.GreaterOrEqual(t, slots, 200)
-	for _, tm := range w.spares[0][:cap(w.spares[0])] {
+	for _, tm := range w.spares.arrays[0][:cap(w.spares.arrays[0])] {
 		require.Nil(t, tm, "a spare array holds no timer")
 	}
 
-	// Timers cascaded from level 1 grow a level-0 lane into a spare (the
-	// best fit, which here is the level-1 lane's own array, kept by the
-	// flush before it moves the timers) rather than a new array.
+	// Timers cascaded from level 1 grow a level-0 lane into a spare (once
+	// the lane is large enough for the spare to fit it) rather than a new
+	// array; the level-1 lane's array is kept once the cascade has emptied
+	// it.
 	base := func(a []*Timer) **Timer { return &a[:1][0] }
 	var fired atomic.Int32
-	for range 100 {
+	for range 200 {
 		w.AfterFunc(600*time.Millisecond, func() { fired.Add(1) })
 	}
-	reusable := map[**Timer]bool{base(w.spares[0]): true}
+	reusable := map[**Timer]bool{base(w.spares.arrays[0]): true}
 	lv1 := w.levels[1].Load()
 	for i := range lv1.buckets {
 		if l := &lv1.buckets[i].lanes[0]; cap(l.items) > len(l.inline) {
@@ -113,22 +108,22 @@ func TestDriverReusesLaneArrays(t *testing.T) {
 		}
 	}
 	require.NotNil(t, grown)
-	require.Len(t, grown.items, 100)
+	require.Len(t, grown.items, 200)
 	require.True(t, reusable[base(grown.items)], "the level-0 lane grew into a spare")
-	require.Len(t, w.spares, 1, "and the other one is still kept")
+	require.Len(t, w.spares.arrays, 1, "and the other one is still kept")
 	advance(t, w, mock, 300*time.Millisecond)
-	require.EqualValues(t, 100, fired.Load())
-	require.Len(t, w.spares, 2, "both kept again once the timers fired")
+	require.EqualValues(t, 200, fired.Load())
+	require.Len(t, w.spares.arrays, 2, "both kept again once the timers fired")
 	total := 0
-	for _, a := range w.spares {
+	for _, a := range w.spares.arrays {
 		require.True(t, reusable[base(a)])
 		total += cap(a)
 	}
-	require.Equal(t, total, w.spareSlots)
+	require.Equal(t, total, w.spares.slots)
 
 	// With nothing to do for more than spareIdle, the driver lets them go.
 	require.True(t, busy.Stop())
 	advance(t, w, mock, 200*time.Millisecond)
-	require.Empty(t, w.spares)
-	require.Zero(t, w.spareSlots)
+	require.Empty(t, w.spares.arrays)
+	require.Zero(t, w.spares.slots)
 }

@@ -26,13 +26,13 @@ import (
 // attached to it stops the core, which the next collection frees. Until
 // then a core that fires finds C gone and sends nothing.
 //
-// AfterFunc timers are not collected: their tasks must run. Their path is
-// unchanged: only channel timers pay for the handle, the weak pointer and
-// the cleanup.
+// AfterFunc timers are not collected: their tasks must run. Only channel
+// timers pay for the handle, the weak pointer and the cleanup.
 
-// chanTimer is what NewTimer allocates; the program gets &Timer. A handle
-// is the only Timer whose C is set, which is how the Timer methods tell
-// one.
+// chanTimer is what NewTimer allocates; the program gets &Timer. The
+// handle's state word says kindChan and never changes: that, not C (which
+// a program may assign on any Timer, as on a time.Timer), is how the Timer
+// methods tell a handle. The core is never given to the program.
 type chanTimer struct {
 	Timer        // the handle: C and w; never linked
 	core  *Timer // linked in the lanes; sends on C through a weak pointer
@@ -56,13 +56,14 @@ func (w *TimingWheel) newChanTimer() *chanTimer {
 		}
 	}
 	runtime.AddCleanup(hdr, stopCore, core)
-	return &chanTimer{Timer: Timer{C: c, w: w}, core: core}
+	return &chanTimer{Timer: Timer{state: kindChan, C: c, w: w}, core: core}
 }
 
 // stopCore stops the core of a channel timer whose channel was collected.
 func stopCore(core *Timer) { core.stop() }
 
-// chanTimer returns the chanTimer whose handle t is; t.C must be set.
+// chanTimer returns the chanTimer whose handle t is; t's kind must be
+// kindChan.
 func (t *Timer) chanTimer() *chanTimer {
 	return (*chanTimer)(unsafe.Pointer(t))
 }
@@ -74,10 +75,4 @@ func (h *chanTimer) stop() bool {
 	}
 	runtime.KeepAlive(h) // C stays reachable: no cleanup stops the core meanwhile
 	return stopped
-}
-
-func (h *chanTimer) rearm(when int64, due bool) bool {
-	active := h.core.rearm(when, due, h.C)
-	runtime.KeepAlive(h)
-	return active
 }

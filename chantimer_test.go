@@ -3,6 +3,7 @@ package timingwheel
 import (
 	"context"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,4 +82,23 @@ func TestReferencedTimersSurviveCollection(t *testing.T) {
 	assert.Equal(t, 1, w.Len())
 	assert.True(t, kept.Stop())
 	assert.Zero(t, w.Len())
+}
+
+// A program may assign C on any Timer, as on a time.Timer (Go's own timer
+// tests do so on AfterFunc timers): the timer stays an AfterFunc timer,
+// and Stop, Reset and ResetAt treat it as one.
+func TestAssigningCOnAnAfterFuncTimer(t *testing.T) {
+	w, mock := mockWheel(t)
+	var runs atomic.Int32
+	tm := w.AfterFunc(time.Hour, func() { runs.Add(1) })
+	c := make(chan time.Time, 1)
+	tm.C = c
+	assert.True(t, tm.Stop())
+	assert.False(t, tm.Stop())
+	assert.False(t, tm.Reset(time.Millisecond))
+	assert.True(t, tm.ResetAt(mock.Now().Add(2*time.Millisecond)))
+	advance(t, w, mock, 2*time.Millisecond)
+	assert.EqualValues(t, 1, runs.Load(), "the task ran once, at the deadline ResetAt set")
+	assert.Empty(t, c, "nothing is sent on a C the program assigned")
+	assert.False(t, tm.Stop())
 }

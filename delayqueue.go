@@ -6,7 +6,7 @@ import "sync"
 // wheel's start (see bucket.exp). The driver sleeps until
 // its minimum is due. A bucket may appear more than once when its
 // expiration moved earlier; the driver skips entries whose expiration no
-// longer matches the bucket's (see TimingWheel.fireDue).
+// longer matches the bucket's (see TimingWheel.pass).
 //
 // It is small: one entry per armed bucket, not per timer.
 type delayQueue struct {
@@ -39,12 +39,11 @@ func (q *delayQueue) push(exp int64, b *bucket) {
 	}
 }
 
-// popDue removes and returns the earliest entry if it is due at now, and,
-// when fineOnly is set, if its bucket is not coarse.
-func (q *delayQueue) popDue(now int64, fineOnly bool) (delayEntry, bool) {
+// popDue removes and returns the earliest entry if it is due at now.
+func (q *delayQueue) popDue(now int64) (delayEntry, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.entries) == 0 || q.entries[0].exp > now || fineOnly && q.entries[0].b.coarse {
+	if len(q.entries) == 0 || q.entries[0].exp > now {
 		return delayEntry{}, false
 	}
 	e := q.entries[0]

@@ -256,7 +256,7 @@ func TestStopWithStateSeenBeforeTopLevelWrap(t *testing.T) {
 	// the level-1 span is 8 ticks: in 40 ticks the bucket came round several times
 	s1 := tm.load()
 	require.Equal(t, s0, s1, "same state word after the wrap")
-	require.True(t, tm.unlinkIf(s0, withStatus(s0, statusIdle)))
+	require.True(t, tm.unlink(s0, withStatus(s0, statusIdle)))
 	l.mu.Lock()
 	require.Empty(t, l.items)
 	l.mu.Unlock()

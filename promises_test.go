@@ -134,22 +134,25 @@ func TestInlineTaskResettingItselfToZero(t *testing.T) {
 }
 
 // Promise 3, also after 2^31 timers fired through one lane: the lanes'
-// counts wrap, and Len stays exact. The wheel starts as if every lane of
-// the due bucket had seen MaxInt32 timers fire. The timers are channel
-// timers made before Start, which wait in the due bucket (whose lane
-// wraps) until the driver runs: with the driver running, one could fire
-// before Len is read.
+// counts wrap, and Len stays exact. The wheel starts as if the due
+// bucket's lanes had seen MaxInt32 timers fire out of half of them, counted
+// in the other half. The timers are channel timers made before Start,
+// which wait in the due bucket (whose lanes wrap) until the driver runs:
+// with the driver running, one could fire before Len is read.
 func TestLenExactAfterALanesCountWraps(t *testing.T) {
 	mock := clock.NewMock()
 	w, err := New(WithClock(mock), WithExecutor(inline))
 	require.NoError(t, err)
 	defer w.Stop()
+	require.Zero(t, len(w.due.lanes)%2)
 	for i := range w.due.lanes {
 		l := &w.due.lanes[i]
 		l.mu.Lock()
 		l.pending = math.MaxInt32
+		if i%2 == 1 {
+			l.pending = -math.MaxInt32
+		}
 		l.mu.Unlock()
-		w.outside.Add(-math.MaxInt32)
 	}
 	require.Equal(t, 0, w.Len())
 	var timers []*Timer

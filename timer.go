@@ -2,33 +2,130 @@ package timingwheel
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
+
+// A timer's life, and who may change it.
+//
+// A Timer's state word holds its status, its kind, a lock bit and, while
+// it is pending, the ID of the lane it is in:
+//
+//	bits 0-1   status: idle, pending, fired or running
+//	bit  2     locked: a Reset or a periodic re-arm owns the timer
+//	bits 3-4   kind:   func, channel or periodic; fixed at creation
+//	bits 5-35  lane:   while pending, the lane the timer is in
+//
+// The statuses:
+//
+//	idle     not scheduled: new, stopped, or fired and its task started
+//	pending  in the lane its state names, waiting for its deadline
+//	fired    the driver fired it; its task is handed over, not started
+//	running  a periodic timer's run is in progress
+//
+// The transitions, and what each happens under:
+//
+//	pending -> idle     Stop                       the lane's lock
+//	pending -> pending  the driver cascades it     the lane's lock, then the target lane's
+//	pending -> fired    the driver fires it        the lane's lock
+//	pending -> idle     the driver sends on C      the lane's lock, after the send
+//	fired   -> idle     its task starts            a CAS: runs the task if it wins
+//	fired   -> running  a periodic run starts      the timer's lock and a CAS
+//	fired   -> pending  a stopped wheel keeps it   the due lane's lock and a CAS
+//	fired,
+//	running -> idle     Stop                       a CAS
+//	any     -> locked   Reset, periodic re-arm     the timer's lock, and the lane's
+//	                                               lock or a CAS
+//	locked  -> pending  the same Reset or re-arm   the timer's lock, then the lane's
+//
+// A pending timer's state changes only under its lane's lock, and a lane
+// holds exactly the timers pending in it: whoever holds a lane's lock owns
+// its timers. That is where the race between Stop and firing is decided,
+// as Kafka decides it in a bucket's list: the driver fires and cascades
+// timers while holding their lane's lock, and a Stop that takes the lock
+// after it sees the timer fired or moved. The other place is the CAS out
+// of fired: exactly one of a task's start and a Stop or Reset wins it.
+//
+// The lock order is: a timer's periodic run lock, the timer's lock, a
+// lane's lock, a finer lane's lock (only the driver holds two lanes),
+// the delay queue's lock. A timer's lock (see mutex) is held by Reset and
+// by a periodic run's start and re-arm, for O(1) work; Stop takes it
+// only to wait for such an owner. The driver never takes it.
+
+const (
+	statusIdle uint64 = iota
+	statusPending
+	statusFired
+	statusRunning
+
+	statusMask = 3
+	locked     = 1 << 2
+
+	kindFunc     uint64 = 0 << 3
+	kindChan     uint64 = 1 << 3
+	kindPeriodic uint64 = 2 << 3
+	kindMask            = 3 << 3
+
+	laneShift = 5
+	laneMask  = (1<<31 - 1) << laneShift
+)
+
+// Every lane ID fits the lane bits: this fails to compile otherwise.
+const _ = uint64(laneMask>>laneShift) - (laneIDLinked<<1 - 1)
+
+func status(s uint64) uint64 { return s & statusMask }
+
+func kind(s uint64) uint64 { return s & kindMask }
+
+// withStatus returns s with status st, unlocked and in no lane.
+func withStatus(s, st uint64) uint64 { return s&kindMask | st }
+
+// pendingIn returns s pending in the lane whose ID is id.
+func pendingIn(s uint64, id uint32) uint64 {
+	return withStatus(s, statusPending) | uint64(id)<<laneShift
+}
+
+// laneOf returns the ID of the lane a pending timer is in.
+func laneOf(s uint64) uint32 { return uint32(s & laneMask >> laneShift) }
+
+func (t *Timer) load() uint64 { return atomic.LoadUint64(&t.state) }
+
+func (t *Timer) cas(old, new uint64) bool { return atomic.CompareAndSwapUint64(&t.state, old, new) }
+
+func (t *Timer) store(s uint64) { atomic.StoreUint64(&t.state, s) }
+
+// timerLocks are the timers' locks. A Timer has no room for a mutex of its
+// own (it is 48 bytes, a size class of the allocator), so it uses one of
+// these, chosen by its address; two timers that share one wait only for
+// each other's O(1) work. Each sits on a cache line of its own.
+var timerLocks [256]struct {
+	sync.Mutex
+	_ [64 - unsafe.Sizeof(sync.Mutex{})]byte
+}
+
+// mutex returns t's lock.
+func (t *Timer) mutex() *sync.Mutex {
+	h := uint64(uintptr(unsafe.Pointer(t))>>4) * 0x9E3779B97F4A7C15 >> 56
+	return &timerLocks[h].Mutex
+}
 
 // Timer is a task or a channel send scheduled on a TimingWheel. It is
 // created by AfterFunc, ScheduleFunc or NewTimer, and is safe for use by
 // many goroutines at once.
 type Timer struct {
-	// state holds the status, the kind, the lane while pending and a
-	// generation; see state.go. It is accessed atomically and comes first
-	// to be 64-bit aligned.
-	state uint64
-
-	// when is the deadline in nanoseconds since the wheel started.
-	when int64
+	state uint64 // see above; atomic, and first to be 64-bit aligned
+	when  int64  // the deadline, ns since the wheel's start
 
 	// C receives the time at which the timer fired. It is nil unless the
 	// timer was made by NewTimer or After. As with time.Timer since Go
 	// 1.23, no stale value is received after Stop or Reset returns.
 	C <-chan time.Time
 
-	f func()
-	w *TimingWheel
-
-	// pos is the timer's index in the lane it is in (named by its
-	// state), guarded by that lane's lock.
-	pos uint32
+	f   func()
+	w   *TimingWheel
+	pos uint32 // the index in its lane, guarded by the lane's lock
 }
 
 // Stop prevents the timer from firing. It returns true if the call stopped
@@ -46,7 +143,7 @@ func (t *Timer) Stop() bool {
 	if t == nil || t.w == nil {
 		return false
 	}
-	if t.C != nil {
+	if kind(t.load()) == kindChan {
 		return t.chanTimer().stop()
 	}
 	return t.stop()
@@ -55,60 +152,40 @@ func (t *Timer) Stop() bool {
 func (t *Timer) stop() bool {
 	for {
 		s := t.load()
-		switch status(s) {
-		case statusPending:
-			if t.unlinkIf(s, withStatus(s, statusIdle)) {
+		switch {
+		case s&locked != 0:
+			// A Reset or re-arm holds t's lock for O(1) work: wait for it.
+			mu := t.mutex()
+			mu.Lock()
+			mu.Unlock() // an empty critical section: waiting is the point
+		case status(s) == statusPending:
+			if t.unlink(s, withStatus(s, statusIdle)) {
 				return true
 			}
-		case statusMoving:
-			// The driver holds it in a batch; it sees the change and
-			// drops the timer without firing it.
-			if t.cas(s, withStatus(s, statusCancelled)) {
-				t.w.outside.Add(-1)
-				return true
-			}
-		case statusRunning, statusExecuting:
-			// A periodic timer between runs: no further run starts.
+		case status(s) == statusIdle:
+			return false
+		default: // fired or running
 			if t.cas(s, withStatus(s, statusIdle)) {
 				return true
 			}
-		case statusMutating, statusFiring:
-			// Another owner is mid-Stop or mid-Reset, or the driver is
-			// mid-send: each finishes in a few instructions.
-			runtime.Gosched()
-		default:
-			return false
 		}
+		// The driver moved or fired t, or its task started: look again.
 	}
 }
 
-// unlinkIf changes t's state from s, a pending state, to next and takes t
-// out of the lane s names, if any, all under the lane's lock, where a
-// pending state naming the lane means t is in it (see state.go). It
-// returns false, doing nothing, if t's state is no longer s.
-func (t *Timer) unlinkIf(s, next uint64) bool {
-	id := laneOf(s)
-	if id == 0 {
-		// Pending in no lane: made on a stopped wheel.
-		if !t.cas(s, next) {
-			return false
-		}
-		t.w.outside.Add(-1)
-		return true
-	}
-	l := t.w.laneByID(id)
+// unlink changes t's state from s, a pending state, to next, taking t out
+// of its lane, under the lane's lock. It returns false, doing nothing, if
+// t's state is no longer s.
+func (t *Timer) unlink(s, next uint64) bool {
+	l := t.w.laneByID(laneOf(s))
 	l.mu.Lock()
 	if t.load() != s {
 		l.mu.Unlock()
 		return false
 	}
-	// Under l's lock a state pending in l cannot change (every way out of
-	// it takes the lock), so t is ours. Remove it first and only then
-	// publish next: once t is idle, a Reset may push it into another lane
-	// and write its pos.
 	l.remove(t)
 	l.pending--
-	t.store(next)
+	t.store(next) // after remove: once t is not pending, a Reset may link it elsewhere
 	l.mu.Unlock()
 	return true
 }
@@ -132,10 +209,7 @@ func (t *Timer) Reset(d time.Duration) bool {
 		return false
 	}
 	when, due := t.w.deadline(d)
-	if t.C != nil {
-		return t.chanTimer().rearm(when, due)
-	}
-	return t.rearm(when, due, nil)
+	return t.reset(when, due)
 }
 
 // ResetAt is Reset with an absolute deadline, a time on the wheel's clock
@@ -145,43 +219,51 @@ func (t *Timer) ResetAt(deadline time.Time) bool {
 	if t == nil || t.w == nil {
 		return false
 	}
-	if t.C != nil {
-		return t.chanTimer().rearm(t.w.nsAt(deadline), false)
+	return t.reset(t.w.nsAt(deadline), false)
+}
+
+func (t *Timer) reset(when int64, due bool) bool {
+	if kind(t.load()) == kindChan {
+		h := t.chanTimer()
+		active := h.core.rearm(when, due, h.C)
+		runtime.KeepAlive(h) // C stays reachable: no cleanup stops the core meanwhile
+		return active
 	}
-	return t.rearm(t.w.nsAt(deadline), false, nil)
+	return t.rearm(when, due, nil)
 }
 
 // rearm makes t pending at when (ns since start), whatever its status;
 // due says the deadline has already passed. c is the channel of a channel
-// timer, drained once t is owned, so that it keeps no stale value.
+// timer, drained once t is owned, so that it keeps no stale value. It
+// reports whether t was active.
 func (t *Timer) rearm(when int64, due bool, c <-chan time.Time) bool {
-	var owned uint64
-	active := false
-	for {
-		s := t.load()
-		st := status(s)
-		if st != statusIdle && st != statusPending && st != statusRunning && st != statusExecuting {
-			// Moving, cancelled, mutating or firing: the owner is about
-			// to finish with it.
-			runtime.Gosched()
-			continue
-		}
-		owned = nextGeneration(s, statusMutating)
-		if st == statusPending && t.unlinkIf(s, owned) || st != statusPending && t.cas(s, owned) {
-			active = st != statusIdle
-			break
-		}
-	}
+	mu := t.mutex()
+	mu.Lock()
+	defer mu.Unlock()
+	owned, active := t.own()
 	if c != nil && drain(c) {
 		active = true
 	}
-	if kind(owned) == kindPeriodic {
-		atomic.StoreInt64(&t.when, when) // its run may be reading it; see periodic.run
-	} else {
-		t.when = when // read only by whoever owns the timer next
-	}
-	t.w.armOwned(t, owned, true, due)
+	t.when = when
+	t.w.insert(t, owned, due)
 	return active
+}
+
+// own takes t, whatever its status, for the holder of its lock: out of its
+// lane if it is pending, and locked, so that a Stop meanwhile waits. It
+// returns the state it set and whether t was active (not idle).
+func (t *Timer) own() (owned uint64, active bool) {
+	for {
+		s := t.load()
+		owned = withStatus(s, statusIdle) | locked
+		if status(s) == statusPending {
+			if t.unlink(s, owned) {
+				return owned, true
+			}
+		} else if t.cas(s, owned) {
+			return owned, status(s) != statusIdle
+		}
+	}
 }
 
 func drain(c <-chan time.Time) bool {

@@ -21,6 +21,14 @@
 // milliseconds), and the timerfd wakes it at the instant asked for. No
 // thread or P is held while the driver waits, so many wheels run side by
 // side; each started wheel owns one file descriptor, until Stop.
+//
+// The code follows a deadline's path: a new timer is placed (overflow.go)
+// in a lane of a bucket (bucket.go), which is armed in the delay queue
+// (delayqueue.go); the driver (driver.go) sleeps until a bucket is due
+// (sleep.go), then fires its timers or cascades them to finer buckets
+// while holding their lane's lock, and hands the tasks over (executor.go).
+// timer.go states a timer's statuses, their transitions and the lock
+// order, which is all there is to how Stop, Reset and firing race.
 package timingwheel
 
 import (
@@ -32,7 +40,6 @@ import (
 	"math/bits"
 	"reflect"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,18 +82,8 @@ type TimingWheel struct {
 
 	cur    atomic.Int64 // the driver's clock, in ticks since start
 	levels [maxLevels]atomic.Pointer[level]
-	// numLevels caps the hierarchy; see newWheel.
-	due   bucket // timers already due when added
-	queue *delayQueue
-	// outside is the part of the pending count (see Len) kept outside the
-	// lanes' counts: +1 for each timer parked on a stopped wheel, -1 for
-	// each fired by the driver or cancelled while it held it.
-	outside atomic.Int64
-	// settling is held by the driver while it settles a batch (see
-	// settle), which takes the timers it fires off the count only at the
-	// end. Len waits for it, so that a timer fired in that batch, and
-	// stopped before its task started, is not counted once Stop returns.
-	settling sync.Mutex
+	due    bucket // timers already due when armed
+	queue  *delayQueue
 
 	life     sync.Mutex
 	started  bool
@@ -95,38 +92,17 @@ type TimingWheel struct {
 	stopCh   chan struct{}
 	exited   chan struct{}
 	syncReqs chan syncRequest
-
-	runners sync.Pool // of *runner, for execute
 	// handing is held by the driver from Start to its exit, except while
-	// it is inside a call of the executor; see handover.go.
-	handing sync.Mutex
-	// Guarded by handing: the runner of the executor call in progress,
-	// and a signal that such a call returned.
-	handingRunner *runner
-	leftExec      chan struct{}
-	driverID      uint64 // the driver goroutine's ID, set before Start returns
-	// tasksRunning counts the tasks a custom executor is running.
-	tasksRunning atomic.Int64
-	// stuckStopAfter is how long Stop waits for an executor call before
-	// it logs that it may wait for ever (see waitForDriver).
-	stuckStopAfter time.Duration
-	// underway counts the tasks handed over and not returned, for Shutdown.
+	// it is inside a call of the executor; see executor.go.
+	handing  sync.Mutex
+	runners  sync.Pool // of *runner
 	underway underway
 
 	// Owned by the driver goroutine.
-	firedAt time.Time
-	batch   []moved
-	tasks   []*Timer // fired, their tasks not handed over yet
-	// spares are empty arrays from lanes the driver emptied, for the
-	// lanes it fills to grow into, so that firing makes less garbage and
-	// brings the next collection (which delays timers) less close.
-	// spareSlots is their total capacity, at most maxSpareSlots.
-	spares     [][]*Timer
-	spareSlots int
-	waiters    []syncRequest
-	// dueFlushed and dueDeferred track the due bucket within a pass of
-	// the loop; see duepass.go.
-	dueFlushed, dueDeferred bool
+	firedAt time.Time // what channel timers send
+	tasks   []*Timer  // fired, their tasks not handed over yet
+	spares  spares
+	waiters []syncRequest
 }
 
 // Option configures a TimingWheel.
@@ -173,7 +149,7 @@ func WithClock(c clock.Clock) Option {
 // default starts a goroutine per task, as time.AfterFunc does. Tasks
 // handed to run already recover their own panics. run may block (a
 // bounded pool whose workers are busy): the driver then waits, and later
-// timers are late; a task may still call the wheel's Stop (see Stop).
+// timers are late; the wheel's Stop does not wait for it (see Stop).
 func WithExecutor(run func(task func())) Option { return func(c *config) { c.exec = run } }
 
 // WithPreciseSleep has no effect; it is kept so that programs using it
@@ -193,8 +169,7 @@ func WithPanicHandler(h func(recovered any)) Option { return func(c *config) { c
 
 // WithLogger sets the logger that reports a panicking task, at level
 // Error with the attributes "panic" (the value) and "stack", when no
-// WithPanicHandler is set, and a Stop stuck behind the executor (see
-// Stop): slog.Default() by default.
+// WithPanicHandler is set: slog.Default() by default.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // New returns a stopped wheel configured by opts; call Start to run it.
@@ -283,11 +258,8 @@ func newWheel(cfg config) (*TimingWheel, error) {
 		queue:     newDelayQueue(),
 		stopCh:    make(chan struct{}),
 		exited:    make(chan struct{}),
-		leftExec:  make(chan struct{}, 1),
 		underway:  underway{idle: make(chan struct{})},
 		syncReqs:  make(chan syncRequest),
-
-		stuckStopAfter: time.Second,
 	}
 	w.start = w.clock.Now()
 	w.due.exp.Store(noExpiration)
@@ -323,14 +295,8 @@ func (w *TimingWheel) Start() {
 	}
 	w.started = true
 	w.begun.Store(true)
-	w.handing.Lock() // for the driver; see handover.go
-	ready := make(chan struct{})
-	go func() {
-		w.driverID = goroutineID()
-		close(ready)
-		w.run()
-	}()
-	<-ready
+	w.handing.Lock() // the driver's until it exits; see executor.go
+	go w.run()
 }
 
 // Stop stops the wheel: after Stop returns no pending timer fires and no
@@ -341,19 +307,11 @@ func (w *TimingWheel) Start() {
 // or reset afterwards, which never fire. Stop is idempotent.
 //
 // Stop waits for the driver goroutine to exit, unless the driver is in a
-// call of the executor that may be waiting for the caller: when Stop is
-// called from a task run inline on the driver goroutine, or while another
-// task of this wheel runs beside the call (the executor may be a bounded
-// pool whose workers are all busy, one with the caller). Then it returns
-// at once, and the driver exits as soon as the call returns. So a task
-// may call Stop without deadlock. An executor that blocks for another
-// reason (its pool busy with work of other wheels) delays Stop until it
-// takes the task; if that work is itself waiting for this Stop (every
-// worker of a pool shared by wheels runs a task of another wheel that
-// calls Stop on this one), nothing moves: give each wheel a pool of its
-// own, or call Stop from outside the tasks. A Stop that has waited a
-// second for the executor says so, once, at level Error on the wheel's
-// logger (see WithLogger), with this advice.
+// call of the executor (WithExecutor), which may be waiting for the very
+// task that calls Stop (a task run inline, or a bounded pool whose
+// workers are all busy): then it returns at once, and the driver exits
+// when the call returns, handing nothing more over. Like time.Timer's
+// Stop, it does not wait for tasks under way: Shutdown does.
 func (w *TimingWheel) Stop() {
 	w.life.Lock()
 	if !w.stopped.Load() {
@@ -363,8 +321,14 @@ func (w *TimingWheel) Stop() {
 			close(w.exited)
 		}
 	}
+	started := w.started
 	w.life.Unlock()
-	w.waitForDriver()
+	if started {
+		// The driver holds it but while it is inside the executor.
+		w.handing.Lock()
+		//lint:ignore SA2001 taking the lock is the wait
+		w.handing.Unlock()
+	}
 }
 
 // Len returns the number of timers pending: scheduled and neither fired
@@ -376,10 +340,7 @@ func (w *TimingWheel) Stop() {
 // bucket lane in turn, so it costs a few microseconds per thousand
 // buckets: call it to observe, not on a hot path.
 func (w *TimingWheel) Len() int {
-	w.settling.Lock() // after the batch being settled, if any
-	n := w.outside.Load()
-	w.settling.Unlock()
-	n += w.due.pendingCount()
+	n := w.due.pendingCount()
 	for i := range w.levels {
 		if lv := w.levels[i].Load(); lv != nil {
 			for j := range lv.buckets {
@@ -387,10 +348,11 @@ func (w *TimingWheel) Len() int {
 			}
 		}
 	}
-	// A lane's count only grows for the timers that fire (the driver takes
-	// them off outside), so after 2^31 of them through one lane it wraps.
-	// The sum is still right modulo 2^32, and the true count is below 2^32
-	// (that many timers would take 200 GB), so the sum modulo 2^32 is it.
+	// A lane's count falls by one for each timer fired out of it, which
+	// may have been counted in another lane before a cascade, so after
+	// 2^31 of them it wraps. The sum is still right modulo 2^32, and the
+	// true count is below 2^32 (that many timers would take 200 GB), so
+	// the sum modulo 2^32 is it.
 	return int(uint32(n))
 }
 
@@ -445,15 +407,30 @@ func (w *TimingWheel) After(d time.Duration) <-chan time.Time {
 	return w.NewTimer(d).C
 }
 
-// schedule arms a new timer t due at when (ns since start); due says the
-// deadline has already passed.
+// schedule arms a new timer t of kind k due at when (ns since start); due
+// says the deadline has already passed.
 func (w *TimingWheel) schedule(t *Timer, when int64, due bool, k uint64) {
 	t.when = when
 	if k != kindChan && !w.begun.Load() && !w.stopped.Load() && (due || when <= w.now()) {
 		w.runBeforeStart(t, k)
 		return
 	}
-	w.armOwned(t, k, false, due)
+	w.insert(t, k, due)
+}
+
+// insert links t, which is new or locked by its caller, with state s (its
+// kind, and the lock bit if locked), into the bucket its deadline maps to,
+// and makes it pending there; due puts it in the due bucket. On a stopped
+// wheel it is linked all the same: it never fires, Len counts it and a
+// Stop of it returns true.
+func (w *TimingWheel) insert(t *Timer, s uint64, due bool) {
+	b, exp := w.placeFor(t.when, due)
+	l := b.lockLaneFor(t)
+	l.push(t, nil)
+	l.pending++
+	t.store(pendingIn(s, l.id))
+	l.mu.Unlock()
+	b.arm(exp, w.queue)
 }
 
 // now returns the wheel's clock in ns since start.
@@ -477,147 +454,9 @@ func (w *TimingWheel) deadline(d time.Duration) (when int64, due bool) {
 	return now + int64(d), false
 }
 
-// tickOf returns the level-0 tick a deadline of when ns falls in: when
-// rounded up to a tick.
-func (w *TimingWheel) tickOf(when int64) int64 {
-	d := when / w.tick
-	if when%w.tick > 0 {
-		d++
-	}
-	return d
-}
-
 // timeAt converts ns since start to a time on the wheel's clock.
 func (w *TimingWheel) timeAt(ns int64) time.Time {
 	return w.start.Add(time.Duration(ns))
-}
-
-// spareIdle is how long the driver must have nothing to do for it to let
-// its spare arrays go (see TimingWheel.spares), so that a wheel whose
-// stream of timers has stopped keeps no memory for it.
-const spareIdle = time.Second
-
-// run is the driver: it advances the clock to now, flushes every bucket
-// due, and sleeps until the earliest bucket is due or a new bucket becomes
-// the earliest. Its alarm wakes it at the instant (see alarm.go).
-func (w *TimingWheel) run() {
-	defer w.handing.Unlock() // after close(w.exited): see waitForDriver
-	defer close(w.exited)
-	al := newAlarm(w.clock, w.now, w.realClock)
-	defer al.close()
-	for {
-		now := w.now()
-		if !w.fireDue(now, false) {
-			return
-		}
-		w.endPass()
-		w.releaseWaiters(now)
-
-		if next, ok := w.queue.peek(); ok {
-			wait := time.Duration(next - w.now())
-			if wait <= 0 {
-				w.takeRequest()
-				continue // came due while we flushed
-			}
-			if wait > spareIdle {
-				w.dropSpares()
-			}
-			al.set(next, wait)
-			if w.now() >= next {
-				// A mock clock stepped past the instant while the alarm
-				// was set, which it then would not fire for.
-				w.takeRequest()
-				continue
-			}
-		} else {
-			al.stop()
-			w.dropSpares()
-		}
-		select {
-		case <-al.timerC():
-			al.timerFired()
-		case <-al.wakeupC():
-			al.wakeupFired(w.now())
-		case <-w.queue.wake:
-		case r := <-w.syncReqs:
-			w.waiters = append(w.waiters, r)
-		case <-w.stopCh:
-			return
-		}
-	}
-}
-
-// advanceClock moves the driver's clock to now (ns since start) and
-// returns it in ticks. Only the driver writes cur; it never goes back.
-func (w *TimingWheel) advanceClock(now int64) int64 {
-	nowTick := now / w.tick
-	if nowTick > w.cur.Load() {
-		w.cur.Store(nowTick)
-	}
-	return nowTick
-}
-
-// fireDue flushes the buckets due at now (ns since start); with fineOnly,
-// only level-0 and due buckets, as far as they come first. It returns
-// false if the wheel was stopped meanwhile.
-func (w *TimingWheel) fireDue(now int64, fineOnly bool) bool {
-	w.advanceClock(now)
-	for {
-		if w.stopped.Load() {
-			return false
-		}
-		e, ok := w.queue.popDue(now, fineOnly)
-		if !ok {
-			return true
-		}
-		// A stale entry: the bucket was flushed or re-armed since.
-		if !e.b.exp.CompareAndSwap(e.exp, noExpiration) || !w.dueTurn(e.b) {
-			continue
-		}
-		w.flush(e.b)
-	}
-}
-
-// runTasks hands the tasks of fired timers to the executor; once the
-// wheel is stopped, it keeps them instead.
-func (w *TimingWheel) runTasks() {
-	for i, t := range w.tasks {
-		w.tasks[i] = nil
-		if w.stopped.Load() {
-			w.keepFired(t)
-			continue
-		}
-		w.handingOver()
-		if w.exec == nil {
-			w.spawn(t)
-			continue
-		}
-		w.execute(t)
-	}
-	if w.exec == nil && len(w.tasks) > 1 {
-		// Let the goroutines just started run before the next batch
-		// adds more behind them.
-		runtime.Gosched()
-	}
-	w.tasks = w.tasks[:0]
-}
-
-// runTask runs f, reporting a panic to the panic handler.
-func (w *TimingWheel) runTask(f func()) {
-	defer w.recoverPanic()
-	f()
-}
-
-func (w *TimingWheel) recoverPanic() {
-	r := recover()
-	if r == nil {
-		return
-	}
-	if w.onPanic != nil {
-		w.onPanic(r)
-		return
-	}
-	w.log().Error("timingwheel: task panicked", "panic", r, "stack", string(debug.Stack()))
 }
 
 // log returns the wheel's logger.
@@ -628,18 +467,15 @@ func (w *TimingWheel) log() *slog.Logger {
 	return w.logger
 }
 
-type syncRequest struct {
-	upTo int64
-	done chan struct{}
-}
-
 // Sync blocks until the driver has processed every timer due at the
-// moment of the call: each has fired (its task handed to the executor, so
-// run already with an inline executor) or cascaded. It is meant for tests
-// that drive the wheel with a mock clock: advance the clock, then Sync,
-// then assert. It returns ErrNotStarted before Start, ErrStopped after
-// Stop, or the context's error. It must not be called from a task run
-// inline on the driver goroutine.
+// moment of the call (a timer is due at the end of the grain its deadline
+// falls in; see WithTick): each has fired (its task handed to the
+// executor, so run already with an inline executor), however far the
+// clock jumped before the call. It is meant for tests that drive the
+// wheel with a mock clock: advance the clock, then Sync, then assert. It
+// returns ErrNotStarted before Start, ErrStopped after Stop, or the
+// context's error. It must not be called from a task run inline on the
+// driver goroutine.
 func (w *TimingWheel) Sync(ctx context.Context) error {
 	w.life.Lock()
 	started := w.started
@@ -666,18 +502,4 @@ func (w *TimingWheel) Sync(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// releaseWaiters completes the Sync calls whose moment has been processed.
-func (w *TimingWheel) releaseWaiters(now int64) {
-	kept := w.waiters[:0]
-	for _, r := range w.waiters {
-		if r.upTo <= now {
-			close(r.done)
-		} else {
-			kept = append(kept, r)
-		}
-	}
-	clear(w.waiters[len(kept):])
-	w.waiters = kept
 }

@@ -8,7 +8,7 @@ import (
 
 // An alarm wakes the driver at the instant its next bucket is due: on the
 // real clock where the system has one, with a wakeup (see
-// wakeup_linux.go), which wakes an idle program closer to the instant than
+// timerfd_linux.go), which wakes an idle program closer to the instant than
 // a runtime timer does; otherwise with a timer of the wheel's clock.
 // Neither holds a thread while it waits.
 //

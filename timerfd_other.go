@@ -5,7 +5,7 @@ package timingwheel
 import "time"
 
 // Elsewhere than Linux the driver sleeps on its runtime timer alone (see
-// wakeup_linux.go); a nil *wakeup does nothing.
+// timerfd_linux.go); a nil *wakeup does nothing.
 type wakeup struct{}
 
 func newWakeup() *wakeup { return nil }

@@ -3,7 +3,6 @@ package timingwheel
 import (
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -110,45 +109,48 @@ type periodic struct {
 	s Scheduler
 	f func()
 	// mu is held for a whole run, so runs never overlap, even when a
-	// Reset during a run schedules the next one before it returns.
+	// Reset during a run makes the next one due before it returns.
 	mu sync.Mutex
 }
 
 // run is the task of a periodic timer: it claims the run, calls f, and
-// schedules the next run unless the timer was stopped or reset meanwhile.
-// It asks the Scheduler for the next time while the timer is still
-// executing, so Stop and Reset never wait on the Scheduler, which may even
-// call them itself.
+// arms the next run unless the timer was stopped or reset meanwhile. The
+// claim and the re-arm are made under the timer's lock, so that neither
+// mixes with a Reset; the run and the Scheduler's Next are called outside
+// it, so that Stop and Reset never wait on them, and they may call them.
+//
+// Within a run, only this run moves the timer to running (the next run
+// waits for mu), so a timer still running at the end was neither stopped
+// nor reset during the run.
 func (p *periodic) run() {
 	t, w := p.t, p.t.w
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	mu := t.mutex()
+	mu.Lock()
 	s := t.load()
-	if status(s) != statusRunning {
+	if status(s) != statusFired || !t.cas(s, withStatus(s, statusRunning)) {
+		mu.Unlock()
 		return // stopped or reset after it fired: this run does not start
 	}
-	// Read the deadline before the claim: if a Reset changes it
-	// meanwhile, the claim fails. (Resets store it atomically for this.)
-	prev := atomic.LoadInt64(&t.when)
-	if !t.cas(s, withStatus(s, statusExecuting)) {
-		return
-	}
+	prev := t.when
+	mu.Unlock()
+
 	started := w.now()
 	w.runTask(p.f)
 	when, ok := p.next(prev, started)
-	s = withStatus(s, statusExecuting)
-	owned := nextGeneration(s, statusMutating)
-	if !t.cas(s, owned) {
-		return // stopped or reset during the run
-	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	s = withStatus(s, statusRunning)
 	if !ok {
-		t.store(withStatus(owned, statusIdle))
+		t.cas(s, withStatus(s, statusIdle)) // the schedule ends, unless a Stop or Reset came first
 		return
 	}
-	atomic.StoreInt64(&t.when, when)
-	// On a stopped wheel it is parked, so that a Stop of it after this
-	// run returns true like that of every timer the wheel's Stop kept.
-	w.armOwned(t, owned, true, false)
+	if t.cas(s, withStatus(s, statusIdle)|locked) {
+		t.when = when
+		w.insert(t, withStatus(s, statusIdle), false)
+	}
 }
 
 // maxSkips bounds the times next skips, for a Scheduler other than Every,

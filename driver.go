@@ -1,0 +1,267 @@
+package timingwheel
+
+import (
+	"runtime"
+	"time"
+)
+
+// The driver is one goroutine per started wheel. Each pass of its loop
+// reads the clock once, then takes every bucket due by that instant from
+// the delay queue, earliest first, and expires it: a level-0 or the due
+// bucket fires its timers due by then; a coarse bucket cascades its
+// timers to finer buckets, which are due later, or fires those already
+// due. Every timer due at the instant fires in the pass, however far the
+// clock jumped. It then releases the Sync calls the pass served and sleeps
+// until the earliest bucket is due, a new bucket becomes the earliest, a
+// Sync comes, or the wheel stops.
+
+// flushBatch is how many timers the driver looks at per hold of a lane's
+// lock; it hands their tasks over between holds.
+const flushBatch = 256
+
+// spareIdle is how long the driver must have nothing to do for it to let
+// its spare arrays go, so that a wheel whose stream of timers has stopped
+// keeps no memory for it.
+const spareIdle = time.Second
+
+func (w *TimingWheel) run() {
+	defer w.handing.Unlock() // after close(w.exited): see Stop
+	defer close(w.exited)
+	al := newAlarm(w.clock, w.now, w.realClock)
+	defer al.close()
+	for {
+		now := w.now()
+		if !w.pass(now) {
+			return
+		}
+		next, armed := w.queue.peek()
+		if !armed || next-now > int64(spareIdle) {
+			w.spares.drop()
+		}
+		w.releaseWaiters(now)
+
+		if armed {
+			wait := time.Duration(next - w.now())
+			if wait <= 0 {
+				w.takeRequest()
+				continue // came due during the pass
+			}
+			al.set(next, wait)
+			if w.now() >= next {
+				// A mock clock stepped past the instant while the alarm
+				// was set, which it then would not fire for.
+				w.takeRequest()
+				continue
+			}
+		} else {
+			al.stop()
+		}
+		select {
+		case <-al.timerC():
+			al.timerFired()
+		case <-al.wakeupC():
+			al.wakeupFired(w.now())
+		case <-w.queue.wake:
+		case r := <-w.syncReqs:
+			w.waiters = append(w.waiters, r)
+		case <-w.stopCh:
+			return
+		}
+	}
+}
+
+// pass expires every bucket due at now (ns since start), earliest first.
+// The due bucket is expired at most once per pass: a timer armed due again
+// meanwhile (a task run inline that resets its own timer to 0) waits for
+// the next pass, after Sync and Stop have been looked at, so that it
+// cannot hold the driver for ever. It returns false if the wheel stopped.
+func (w *TimingWheel) pass(now int64) bool {
+	if now/w.tick > w.cur.Load() {
+		w.cur.Store(now / w.tick) // only the driver writes it; it never goes back
+	}
+	w.firedAt = w.timeAt(now)
+	dueExpired, dueAgain := false, false
+	for !w.stopped.Load() {
+		e, ok := w.queue.popDue(now)
+		if !ok {
+			if dueAgain {
+				w.due.arm(now, w.queue)
+			}
+			return true
+		}
+		if !e.b.exp.CompareAndSwap(e.exp, noExpiration) {
+			continue // stale: the bucket was expired or armed earlier since
+		}
+		if e.b == &w.due {
+			if dueExpired {
+				dueAgain = true
+				continue
+			}
+			dueExpired = true
+		}
+		w.expire(e.b, now)
+	}
+	return false
+}
+
+// expire looks at the timers of b, which is due at now. In a level-0 or
+// the due bucket the timers due by now fire and the others stay, and b is
+// armed again for the grain of the earliest of them. In a coarse bucket
+// every timer cascades to the finer bucket its deadline maps to now, or
+// fires if due; while the bucket's range is still far ahead, only a slice
+// of them does (see cascadeSlice), and b is armed again for the next grain.
+//
+// Each lane is looked at under its lock, in batches of flushBatch timers,
+// from its end: taking a timer out moves the lane's last timer, which was
+// looked at already, into its place. Between batches the lock is let go
+// and the fired timers' tasks are handed over; a Stop meanwhile may move
+// a timer looked at already back among those to look at, which costs a
+// second look, and timers added meanwhile go to the end, for the next
+// look at b, which their adders armed.
+func (w *TimingWheel) expire(b *bucket, now int64) {
+	budget := w.cascadeBudget(b, now)
+	left := int64(noExpiration) // the earliest deadline left in b
+	for i := range b.lanes {
+		if w.stopped.Load() {
+			return
+		}
+		l := &b.lanes[i]
+		l.mu.Lock()
+		j := len(l.items) - 1
+		for {
+			for seen := 0; j >= 0 && seen < flushBatch && budget > 0; j, seen = j-1, seen+1 {
+				t := l.items[j]
+				switch {
+				case t.when <= now:
+					l.removeAt(j)
+					w.fire(l, t)
+				case !b.coarse:
+					left = min(left, t.when)
+				default:
+					l.removeAt(j)
+					w.cascade(b, l, t)
+					budget--
+				}
+			}
+			if j < 0 || budget == 0 || w.stopped.Load() {
+				break
+			}
+			l.mu.Unlock()
+			w.handOverTasks()
+			l.mu.Lock()
+			j = min(j, len(l.items)-1)
+		}
+		w.spares.keep(l.shrink())
+		l.mu.Unlock()
+		w.handOverTasks()
+		if budget == 0 {
+			b.arm(w.grainOf(now+1), w.queue) // the rest, at the next look
+			break
+		}
+	}
+	if left != noExpiration {
+		// A timer left here may be stopped meanwhile: b then comes due for
+		// nothing, which costs a look and fires nothing early.
+		b.arm(w.grainOf(left), w.queue)
+	}
+}
+
+// fire fires t, which the driver took out of l, whose lock it holds.
+// A channel timer sends now, before it is idle (so that a Stop that sees
+// it idle finds the value to drain); the task of any other becomes the
+// driver's to hand over.
+func (w *TimingWheel) fire(l *lane, t *Timer) {
+	l.pending--
+	s := t.load()
+	if kind(s) == kindChan {
+		t.f() // a send of w.firedAt that never blocks
+		t.store(withStatus(s, statusIdle))
+		return
+	}
+	t.store(withStatus(s, statusFired))
+	w.tasks = append(w.tasks, t)
+}
+
+// cascade links t, which the driver took out of l, a lane of the coarse
+// bucket from whose lock it holds, into the finer bucket its deadline maps
+// to now. The pending counts stay as they were (see lane.pending).
+func (w *TimingWheel) cascade(from *bucket, l *lane, t *Timer) {
+	b, exp := w.placeFor(t.when, false)
+	dst := l // a timer beyond the top level's span may map to its own bucket
+	if b != from {
+		dst = b.laneFor(t)
+		dst.mu.Lock()
+	}
+	w.spares.push(dst, t)
+	t.store(pendingIn(t.load(), dst.id))
+	if dst != l {
+		dst.mu.Unlock()
+	}
+	b.arm(exp, w.queue)
+}
+
+// handOverTasks hands the tasks of the timers fired to the executor, or,
+// once the wheel is stopped, keeps them.
+func (w *TimingWheel) handOverTasks() {
+	for i, t := range w.tasks {
+		w.tasks[i] = nil
+		if w.stopped.Load() {
+			w.keepFired(t)
+		} else {
+			w.handOver(t)
+		}
+	}
+	if w.exec == nil && len(w.tasks) > 1 {
+		// Let the goroutines just started run, and give their runners
+		// back, before the next batch adds more behind them.
+		runtime.Gosched()
+	}
+	w.tasks = w.tasks[:0]
+}
+
+// keepFired makes t, a fired timer whose task the stopped wheel will not
+// hand over, pending again, in the due bucket, which no driver looks at
+// any more: like the timers the wheel's Stop kept in their buckets, Len
+// counts it and a Stop of it returns true. A Stop or Reset that took it
+// first has settled it already.
+func (w *TimingWheel) keepFired(t *Timer) {
+	l := w.due.laneFor(t)
+	l.mu.Lock()
+	if s := t.load(); status(s) == statusFired && t.cas(s, pendingIn(s, l.id)) {
+		l.push(t, nil)
+		l.pending++
+	}
+	l.mu.Unlock()
+}
+
+type syncRequest struct {
+	upTo int64
+	done chan struct{}
+}
+
+// releaseWaiters completes the Sync calls whose moment the pass at now
+// served.
+func (w *TimingWheel) releaseWaiters(now int64) {
+	kept := w.waiters[:0]
+	for _, r := range w.waiters {
+		if r.upTo <= now {
+			close(r.done)
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	clear(w.waiters[len(kept):])
+	w.waiters = kept
+}
+
+// takeRequest takes a Sync request or a wake-up that is waiting, without
+// blocking: the driver calls it when it goes round its loop at once, so
+// that Sync is served even while timers come due on every pass.
+func (w *TimingWheel) takeRequest() {
+	select {
+	case r := <-w.syncReqs:
+		w.waiters = append(w.waiters, r)
+	case <-w.queue.wake:
+	default:
+	}
+}

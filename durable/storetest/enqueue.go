@@ -15,7 +15,7 @@ var enqueueRules = []rule{
 		before, after := e.around(func() { e.enqueue(durable.Message{ID: "a", Payload: []byte("v1"), Due: due}) })
 		first := e.get("a").EnqueuedAt
 		e.requireBetween(first, before, after, "EnqueuedAt of a new message")
-		e.advance(time.Millisecond)
+		e.advance(time.Millisecond) // so that a new EnqueuedAt would differ
 		e.enqueue(durable.Message{ID: "a", Payload: []byte("v2"), Due: due.Add(time.Millisecond)})
 		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("v2"), State: durable.Pending,
 			Due: due.Add(time.Millisecond), EnqueuedAt: first}), utc(e.get("a")),
@@ -31,6 +31,7 @@ var enqueueRules = []rule{
 		require.False(e.t, e.retry(e.claimOne("a", time.Minute), 0, 10, "boom"))
 		l := e.claimOne("a", time.Minute)
 		require.Equal(e.t, 2, l.Attempt)
+		e.advance(time.Millisecond) // so that a new EnqueuedAt would differ
 		e.enqueue(durable.Message{ID: "a", Payload: []byte("v2"), Due: e.past()})
 		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("v2"), State: durable.Pending,
 			Due: e.get("a").Due, EnqueuedAt: first}), utc(e.get("a")),
@@ -46,6 +47,7 @@ var enqueueRules = []rule{
 	{"ReplacesDead", func(e *env) {
 		e.kill("a")
 		first := e.get("a").EnqueuedAt
+		e.advance(time.Millisecond)
 		e.enqueue(durable.Message{ID: "a", Payload: []byte("v2"), Due: e.past()})
 		info := e.get("a")
 		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("v2"), State: durable.Pending,

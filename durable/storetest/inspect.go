@@ -53,6 +53,7 @@ var requeueRules = []rule{
 	{"DeadToPending", func(e *env) {
 		e.kill("a")
 		first := e.get("a").EnqueuedAt
+		e.advance(time.Millisecond)
 		before, after := e.around(func() { require.NoError(e.t, e.s.Requeue(e.ctx, "a", time.Time{})) })
 		info := e.get("a")
 		e.requireBetween(info.Due, before, after, "a zero due: now")

@@ -127,14 +127,21 @@ func (s *Store) first(st durable.State) time.Time {
 	return best.at
 }
 
-// leased returns the in-flight message id if token is its current lease's,
-// and otherwise ErrLeaseLost.
-func (s *Store) leased(id string, token uint64) (*message, error) {
+// withLease calls f, under the mutex, with the in-flight message id if
+// token is its current lease's; otherwise it returns ErrLeaseLost (or
+// ErrClosed) and changes nothing. Confirm, Ack, Retry and Extend go
+// through it.
+func (s *Store) withLease(id string, token uint64, f func(m *message)) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
 	m := s.msgs[id]
 	if m == nil || m.state != durable.InFlight || m.token != token {
-		return nil, durable.ErrLeaseLost
+		return durable.ErrLeaseLost
 	}
-	return m, nil
+	f(m)
+	return nil
 }
 
 // fail ends the lease of m after a failed attempt: m dies if its attempt
@@ -245,61 +252,31 @@ func (s *Store) Claim(ctx context.Context, limit, held int, lease, ahead time.Du
 	return c, nil
 }
 
-// Confirm implements durable.Store.
+// Confirm implements durable.Store: the lease is handed out, and an
+// Enqueue or Cancel no longer takes it back.
 func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
-	if err := s.lock(); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	m, err := s.leased(id, token)
-	if err != nil {
-		return err
-	}
-	m.held = false
-	return nil
+	return s.withLease(id, token, func(m *message) { m.held = false })
 }
 
 // Ack implements durable.Store.
 func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
-	if err := s.lock(); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	if _, err := s.leased(id, token); err != nil {
-		return err
-	}
-	delete(s.msgs, id)
-	return nil
+	return s.withLease(id, token, func(m *message) { delete(s.msgs, id) })
 }
 
 // Retry implements durable.Store.
-func (s *Store) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int, errText string) (bool, error) {
-	if err := s.lock(); err != nil {
-		return false, err
-	}
-	defer s.mu.Unlock()
-	m, err := s.leased(id, token)
-	if err != nil {
-		return false, err
-	}
-	if errText != "" {
-		m.lastError = durable.TruncateErrorText(errText)
-	}
-	return s.fail(m, s.clock.Now(), after, maxAttempts), nil
+func (s *Store) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int, errText string) (dead bool, err error) {
+	err = s.withLease(id, token, func(m *message) {
+		if errText != "" {
+			m.lastError = durable.TruncateErrorText(errText)
+		}
+		dead = s.fail(m, s.clock.Now(), after, maxAttempts)
+	})
+	return dead, err
 }
 
 // Extend implements durable.Store.
 func (s *Store) Extend(ctx context.Context, id string, token uint64, by time.Duration) error {
-	if err := s.lock(); err != nil {
-		return err
-	}
-	defer s.mu.Unlock()
-	m, err := s.leased(id, token)
-	if err != nil {
-		return err
-	}
-	s.place(m, durable.InFlight, s.clock.Now().Add(by))
-	return nil
+	return s.withLease(id, token, func(m *message) { s.place(m, durable.InFlight, s.clock.Now().Add(by)) })
 }
 
 // Reap implements durable.Store. A Backoff that panics fails the Reap,

@@ -308,15 +308,11 @@ var confirmRules = []rule{
 			id := fmt.Sprintf("race%d", i)
 			l := e.claimAhead(id, "v")
 			var (
-				wg                    sync.WaitGroup
 				confirmErr, cancelErr error
 				found                 bool
 			)
-			start := make(chan struct{})
-			wg.Go(func() { <-start; confirmErr = e.s.Confirm(e.ctx, id, l.Token) })
-			wg.Go(func() { <-start; found, cancelErr = e.s.Cancel(e.ctx, id) })
-			close(start)
-			wg.Wait()
+			race(func() { confirmErr = e.s.Confirm(e.ctx, id, l.Token) },
+				func() { found, cancelErr = e.s.Cancel(e.ctx, id) })
 			switch {
 			case confirmErr == nil:
 				require.ErrorIs(e.t, cancelErr, durable.ErrInFlight, "%s: confirmed, then cancelled", id)
@@ -342,18 +338,11 @@ var confirmRules = []rule{
 		for i := range 100 {
 			id := fmt.Sprintf("race%d", i)
 			l := e.claimAhead(id, "v1")
-			var (
-				wg                     sync.WaitGroup
-				confirmErr, enqueueErr error
-			)
-			start := make(chan struct{})
-			wg.Go(func() { <-start; confirmErr = e.s.Confirm(e.ctx, id, l.Token) })
-			wg.Go(func() {
-				<-start
-				enqueueErr = e.s.Enqueue(e.ctx, []durable.Message{{ID: id, Payload: []byte("v2"), Due: e.now().Add(time.Hour)}})
-			})
-			close(start)
-			wg.Wait()
+			var confirmErr, enqueueErr error
+			race(func() { confirmErr = e.s.Confirm(e.ctx, id, l.Token) },
+				func() {
+					enqueueErr = e.s.Enqueue(e.ctx, []durable.Message{{ID: id, Payload: []byte("v2"), Due: e.now().Add(time.Hour)}})
+				})
 			require.NoError(e.t, enqueueErr)
 			// Either way the new version is pending and the old lease is
 			// gone: confirmed, it was handed out and then replaced.
@@ -374,6 +363,17 @@ var confirmRules = []rule{
 		e.t.Logf("%d confirmed first, %d replaced first", confirmed, replaced)
 		require.Equal(e.t, 100, confirmed+replaced)
 	}},
+}
+
+// race runs a and b at once, each on a goroutine released at the same
+// moment, and returns when both have.
+func race(a, b func()) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	wg.Go(func() { <-start; a() })
+	wg.Go(func() { <-start; b() })
+	close(start)
+	wg.Wait()
 }
 
 // sortedBy reports whether infos are in order of the instant at gives.

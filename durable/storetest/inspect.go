@@ -112,26 +112,12 @@ var listRules = []rule{
 	{"PendingPagesWhileTheCursorsMessageGoes", func(e *env) {
 		msgs, _ := e.listMessages(600)
 		e.enqueue(msgs...)
-		seen := map[string]bool{}
-		var got []durable.Info
-		cursor := ""
-		for {
-			infos, next := e.list(durable.Pending, cursor, 100)
-			for _, info := range infos {
-				require.Equal(e.t, durable.Pending, info.State)
-				require.False(e.t, seen[info.ID], "%s listed twice", info.ID)
-				seen[info.ID] = true
-			}
-			got = append(got, infos...)
-			if next == "" {
-				break
-			}
-			require.Len(e.t, infos, 100, "a page before the last is full")
+		got, _ := e.listOnce(durable.Pending, 100, func(page []durable.Info) {
+			require.Len(e.t, page, 100, "a page before the last is full")
 			// The message the cursor was made from goes away: the cursor
 			// is a position, not a message.
-			require.True(e.t, e.cancel(infos[len(infos)-1].ID))
-			cursor = next
-		}
+			require.True(e.t, e.cancel(page[len(page)-1].ID))
+		})
 		require.Len(e.t, got, len(msgs), "every message, once")
 		require.True(e.t, sortedBy(got, func(i durable.Info) time.Time { return i.Due }), "by due time")
 	}},
@@ -154,22 +140,7 @@ var listRules = []rule{
 				assert.NoError(e.t, e.s.Ack(e.ctx, l.ID, l.Token))
 			}
 		})
-		seen := map[string]bool{}
-		var got []durable.Info
-		cursor := ""
-		for {
-			infos, next := e.list(durable.InFlight, cursor, 100)
-			for _, info := range infos {
-				require.Equal(e.t, durable.InFlight, info.State)
-				require.False(e.t, seen[info.ID], "%s listed twice", info.ID)
-				seen[info.ID] = true
-			}
-			got = append(got, infos...)
-			if next == "" {
-				break
-			}
-			cursor = next
-		}
+		got, seen := e.listOnce(durable.InFlight, 100, nil)
 		wg.Wait()
 		require.True(e.t, sortedBy(got, func(i durable.Info) time.Time { return i.Deadline }), "by lease deadline")
 		for _, l := range leases {
@@ -184,21 +155,9 @@ var listRules = []rule{
 		for _, l := range e.claimAll(time.Hour) {
 			require.True(e.t, e.retry(l, 0, 1, "died "+l.ID))
 		}
-		var got []durable.Info
-		cursor := ""
-		for {
-			infos, next := e.list(durable.Dead, cursor, 70)
-			got = append(got, infos...)
-			if next == "" {
-				break
-			}
-			cursor = next
-		}
+		got, _ := e.listOnce(durable.Dead, 70, nil)
 		require.Len(e.t, got, len(msgs))
-		seen := map[string]bool{}
 		for _, info := range got {
-			require.False(e.t, seen[info.ID], "%s listed twice", info.ID)
-			seen[info.ID] = true
 			require.Equal(e.t, "died "+info.ID, info.LastError)
 		}
 		require.True(e.t, sortedBy(got, func(i durable.Info) time.Time { return i.DiedAt }), "by time of death")
@@ -211,17 +170,10 @@ var listRules = []rule{
 	{"EqualTimesInWriteOrder", func(e *env) {
 		msgs, want := e.listMessages(300)
 		e.enqueue(msgs...)
-		var got []string
-		cursor := ""
-		for {
-			infos, next := e.list(durable.Pending, cursor, 70)
-			for _, info := range infos {
-				got = append(got, info.ID)
-			}
-			if next == "" {
-				break
-			}
-			cursor = next
+		infos, _ := e.listOnce(durable.Pending, 70, nil)
+		got := make([]string, len(infos))
+		for i, info := range infos {
+			got[i] = info.ID
 		}
 		require.Equal(e.t, want, got, "by due time, then in the order of the Enqueue")
 	}},
@@ -260,6 +212,33 @@ func (e *env) listMessages(n int) ([]durable.Message, []string) {
 		want[i] = m.ID
 	}
 	return msgs, want
+}
+
+// listOnce pages through the messages of state st, limit at a time, and
+// returns them and their IDs, checking that each is in st and listed once.
+// It calls between, if not nil, with each page but the last before it
+// reads the next.
+func (e *env) listOnce(st durable.State, limit int, between func(page []durable.Info)) ([]durable.Info, map[string]bool) {
+	e.t.Helper()
+	seen := map[string]bool{}
+	var got []durable.Info
+	cursor := ""
+	for {
+		infos, next := e.list(st, cursor, limit)
+		for _, info := range infos {
+			require.Equal(e.t, st, info.State)
+			require.False(e.t, seen[info.ID], "%s listed twice", info.ID)
+			seen[info.ID] = true
+		}
+		got = append(got, infos...)
+		if next == "" {
+			return got, seen
+		}
+		if between != nil {
+			between(infos)
+		}
+		cursor = next
+	}
 }
 
 func (e *env) list(st durable.State, cursor string, limit int) ([]durable.Info, string) {

@@ -27,6 +27,12 @@
 // before and after the call, widened by the call's own length and a
 // millisecond, so that the checks hold on a loaded machine. The suite
 // writes due times in whole microseconds, which every store keeps.
+//
+// What the suite cannot check through a Harness, which makes one handle
+// per store: that a Notifier wakes when another handle on the same
+// backend writes (it checks that the channel given back by Wakeups' stop
+// receives no more), and dead-letter retention, which each store sets
+// with an option of its own. A store's own tests keep those.
 package storetest
 
 import (

@@ -78,12 +78,20 @@ func (a *aheadLeases) confirm(id string, token uint64) (found, ok bool) {
 }
 
 // Confirm implements Store. A lease claimed ahead is confirmed in memory
-// (see aheadLeases); any other is checked with a read transaction.
+// (see aheadLeases); any other is checked with a read transaction. After
+// Close it returns ErrClosed, also for a lease claimed ahead.
 func (s *BoltStore) Confirm(ctx context.Context, id string, token uint64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if found, ok := s.ahead.confirm(id, token); found {
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return ErrClosed
+	}
+	found, ok := s.ahead.confirm(id, token)
+	s.closeMu.RUnlock()
+	if found {
 		if !ok {
 			return ErrLeaseLost
 		}

@@ -2,7 +2,6 @@ package durable
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 )
 
@@ -36,9 +35,13 @@ func (s *BoltStore) List(ctx context.Context, st State, cursor string, limit int
 	if !ok {
 		return nil, "", fmt.Errorf("durable: List of an invalid state %v", st)
 	}
-	after, err := parseBoltCursor(st, cursor)
-	if err != nil {
-		return nil, "", err
+	var after []byte
+	if cursor != "" {
+		k, err := parseCursorKey(st, cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		after = k[:]
 	}
 	err = s.viewTxn(func(t *txn) error {
 		c := t.index(ms).Cursor()
@@ -58,7 +61,7 @@ func (s *BoltStore) List(ctx context.Context, st State, cursor string, limit int
 				return fmt.Errorf("%w: %v index names %q, which is not there", ErrCorrupt, st, id)
 			}
 			infos = append(infos, r.info(string(id)))
-			next = boltCursor(st, k)
+			next = cursorOf(st, indexKey(k))
 		}
 		if k == nil {
 			next = ""
@@ -98,25 +101,4 @@ func boltState(s State) (msgState, bool) {
 		return stateDead, true
 	}
 	return 0, false
-}
-
-// A cursor of the BoltStore is the state's letter (p, f or d) and the hex
-// of the last index key listed.
-func boltCursor(s State, key []byte) string {
-	return string(s.String()[0]) + hex.EncodeToString(key)
-}
-
-// parseBoltCursor returns the index key of cursor, nil for "".
-func parseBoltCursor(s State, cursor string) ([]byte, error) {
-	if cursor == "" {
-		return nil, nil
-	}
-	if cursor[0] != s.String()[0] {
-		return nil, fmt.Errorf("%w: %q is not a cursor of %v messages", ErrInvalidCursor, cursor, s)
-	}
-	k, err := hex.DecodeString(cursor[1:])
-	if err != nil || len(k) != len(indexKey{}) {
-		return nil, fmt.Errorf("%w: %q", ErrInvalidCursor, cursor)
-	}
-	return k, nil
 }

@@ -79,6 +79,8 @@ func makeIndexKey(at int64, seq uint64) indexKey {
 
 func (k indexKey) at() int64 { return int64(binary.BigEndian.Uint64(k[:8]) ^ (1 << 63)) }
 
+func (k indexKey) seq() uint64 { return binary.BigEndian.Uint64(k[8:]) }
+
 // encode writes r in version 2. lastError is cut to MaxErrorLen, which a
 // uint16 length holds.
 func (r *record) encode() []byte {

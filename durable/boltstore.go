@@ -525,8 +525,8 @@ func (s *BoltStore) Reap(ctx context.Context, limit int, p RetryPolicy) (rp Reap
 				return false, fmt.Errorf("%w: in-flight index names %q, which is not in flight", ErrCorrupt, id)
 			}
 			var after time.Duration
-			if int(r.attempt) < p.MaxAttempts && p.Backoff != nil {
-				if after, err = callBackoff(p.Backoff, int(r.attempt)); err != nil {
+			if int(r.attempt) < p.MaxAttempts {
+				if after, err = p.Delay(int(r.attempt)); err != nil {
 					return false, err
 				}
 			}
@@ -551,17 +551,6 @@ func (s *BoltStore) Reap(ctx context.Context, limit int, p RetryPolicy) (rp Reap
 		return len(ids) > 0 || trimmed, nil
 	})
 	return rp, err
-}
-
-// callBackoff calls a back-off function of the user's, in a transaction:
-// a panic in it fails the reap alone, not the file (see runBatch).
-func callBackoff(f func(int) time.Duration, attempt int) (d time.Duration, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("durable: the back-off function panicked for attempt %d: %v", attempt, r)
-		}
-	}()
-	return f(attempt), nil
 }
 
 // DeadLetters implements Store.

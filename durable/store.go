@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -210,4 +211,21 @@ type RetryPolicy struct {
 	// Backoff returns the delay before the next attempt of a message whose
 	// attempt number attempt (1 or more) failed.
 	Backoff func(attempt int) time.Duration
+}
+
+// Delay is the back-off of a message whose attempt number attempt (1 or
+// more) failed: p.Backoff(attempt), or 0 if p.Backoff is nil. A panic in
+// Backoff, which is the user's code, comes back as an error, so that it
+// fails the Reap that called it and not the store. A Store's Reap calls it
+// for each message it makes pending again, and not for one that dies.
+func (p RetryPolicy) Delay(attempt int) (d time.Duration, err error) {
+	if p.Backoff == nil {
+		return 0, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("durable: the back-off function panicked for attempt %d: %v", attempt, r)
+		}
+	}()
+	return p.Backoff(attempt), nil
 }

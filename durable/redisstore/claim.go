@@ -223,7 +223,7 @@ func (s *Store) reapShard(ctx context.Context, sh, limit int, p durable.RetryPol
 	delays := make([]any, 0, 2*len(ask))
 	backoff.Lock()
 	for _, a := range ask {
-		d, err := callBackoff(p.Backoff, a)
+		d, err := p.Delay(a)
 		if err != nil {
 			backoff.Unlock()
 			return result{}, err
@@ -266,17 +266,6 @@ func (s *Store) reapCall(ctx context.Context, sh, limit, maxAttempts int, mode s
 	res := result{now: n[0], returned: int(n[1]), dead: int(n[2]), nextDue: n[3], nextDeadline: n[4]}
 	res.n = res.returned + res.dead
 	return res, ask, nil
-}
-
-// callBackoff calls a back-off function of the user's: a panic in it fails
-// the reap, as an error, rather than the caller.
-func callBackoff(f func(int) time.Duration, attempt int) (d time.Duration, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("redisstore: the back-off function panicked for attempt %d: %v", attempt, r)
-		}
-	}()
-	return f(attempt), nil
 }
 
 // A shardResult is a result with the shard it came from.

@@ -12,24 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed64e23a5c/timingwheel/internal/storetest"
 )
-
-func TestClaimAheadContract(t *testing.T) {
-	s, c, _ := newTestStore(t)
-	now := func() time.Time { return redisNow(t, c) }
-	storetest.ClaimAhead(t, s, now)
-	storetest.ConfirmRace(t, s, now, 300)
-	storetest.ClaimHeld(t, s, true)
-}
-
-func TestClaimAheadContractShards(t *testing.T) {
-	s, c, _ := newTestStore(t, WithShards(4))
-	now := func() time.Time { return redisNow(t, c) }
-	storetest.ClaimAhead(t, s, now)
-	storetest.ClaimHeld(t, s, false)
-}
 
 // TestUpsertAndCancelAcrossProcesses runs a mutator process (see
 // runMutator), which cancels or replaces messages 0 to 39ms before their
@@ -198,18 +181,4 @@ func checkMutations(t *testing.T, n int, start time.Time, logs []string) {
 		late[len(late)/2], late[len(late)*99/100], late[len(late)-1])
 	assert.Greater(t, cancelledBeforeDue, n/6, "most cancels come before the due time")
 	assert.Greater(t, replacedBeforeDue, n/6, "most replacements come before the due time")
-}
-
-func TestInspectContract(t *testing.T) {
-	s, c, _ := newTestStore(t)
-	now := func() time.Time { return redisNow(t, c) }
-	storetest.Inspect(t, s, now, time.Sleep)
-	storetest.ListPaging(t, s, now, 2500, 1000, true)
-}
-
-func TestInspectContractShards(t *testing.T) {
-	s, c, _ := newTestStore(t, WithShards(4))
-	now := func() time.Time { return redisNow(t, c) }
-	storetest.Inspect(t, s, now, time.Sleep)
-	storetest.ListPaging(t, s, now, 2500, 1000, false)
 }

@@ -11,8 +11,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
-	"github.com/seed64e23a5c/timingwheel/internal/storetest"
 )
+
+// killAll makes each of ids die by a failed first attempt, with the error
+// text "killed".
+func killAll(t *testing.T, s *Store, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		require.NoError(t, s.Enqueue(ctx, []durable.Message{msg(id, time.Time{})}))
+		c, err := s.Claim(ctx, 1, 0, time.Minute, 0)
+		require.NoError(t, err)
+		require.Len(t, c.Leases, 1)
+		dead, err := s.Retry(ctx, id, c.Leases[0].Token, 0, 1, "killed")
+		require.NoError(t, err)
+		require.True(t, dead)
+	}
+}
 
 func deadIDs(t *testing.T, s *Store) []string {
 	t.Helper()
@@ -36,7 +50,7 @@ func hashLen(t *testing.T, c redis.UniversalClient, s *Store, key int) int64 {
 
 func TestDeadLetterRetentionByCount(t *testing.T) {
 	s, c, _ := newTestStore(t, WithDeadLetterRetention(3, 0))
-	storetest.Kill(t, s, "d1", "d2", "d3", "d4", "d5")
+	killAll(t, s, "d1", "d2", "d3", "d4", "d5")
 	assert.Equal(t, []string{"d3", "d4", "d5"}, deadIDs(t, s), "the oldest go first")
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
@@ -49,7 +63,7 @@ func TestDeadLetterRetentionByCount(t *testing.T) {
 
 func TestDeadLetterRetentionByAge(t *testing.T) {
 	s, c, _ := newTestStore(t, WithDeadLetterRetention(0, 200*time.Millisecond))
-	storetest.Kill(t, s, "old1", "old2")
+	killAll(t, s, "old1", "old2")
 	past := redisNow(t, c).Add(250 * time.Millisecond)
 	for redisNow(t, c).Before(past) {
 		time.Sleep(10 * time.Millisecond)
@@ -57,7 +71,7 @@ func TestDeadLetterRetentionByAge(t *testing.T) {
 	_, err := s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 1})
 	require.NoError(t, err)
 	assert.Empty(t, deadIDs(t, s), "a reap trims the dead letters past the age")
-	storetest.Kill(t, s, "new")
+	killAll(t, s, "new")
 	assert.Equal(t, []string{"new"}, deadIDs(t, s))
 	assert.Equal(t, int64(1), hashLen(t, c, s, keyMeta))
 	assert.Equal(t, int64(1), hashLen(t, c, s, keyError))

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
-	"github.com/seed64e23a5c/timingwheel/internal/storetest"
+	"github.com/seed64e23a5c/timingwheel/durable/storetest"
 	"github.com/seed64e23a5c/timingwheel/internal/syncbuf"
 )
 
@@ -194,11 +194,10 @@ func TestCluster(t *testing.T) {
 		return nil
 	}))
 
-	// Get and List over six shards on three masters.
-	in := openStore(t, c1, "inspect", WithShards(6))
-	clusterNow := func() time.Time { return redisNow(t, c1) }
-	storetest.Inspect(t, in, clusterNow, time.Sleep)
-	storetest.ListPaging(t, in, clusterNow, 2500, 1000, false)
+	// The Store contract over six shards on three masters.
+	t.Run("Contract", func(t *testing.T) {
+		storetest.Run(t, contractHarness(c1, shardedDeviations, WithShards(6)))
+	})
 
 	// Notifications cross nodes: a store waits on all six shard
 	// channels, each on the node of its slot.

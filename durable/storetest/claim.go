@@ -1,0 +1,382 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+var claimRules = []rule{
+	{"DueNowIsHandedOut", func(e *env) {
+		e.enqueue(msg("a", time.Time{}))
+		c := e.claim(claimArgs{limit: 1, lease: time.Minute, ahead: time.Minute})
+		require.Len(e.t, c.Leases, 1)
+		l := c.Leases[0]
+		require.False(e.t, l.Ahead, "due by now: handed out by the claim")
+		require.Equal(e.t, 1, l.Attempt)
+		require.Equal(e.t, "payload of a", string(l.Payload))
+		require.Empty(e.t, l.LastError)
+		info := e.get("a")
+		require.Equal(e.t, durable.InFlight, info.State)
+		require.Equal(e.t, 1, info.Attempt)
+		e.requireCounts(0, 1, 0)
+	}},
+	{"NeverBeforeDue", func(e *env) {
+		n := e.now()
+		e.enqueue(msg("later", n.Add(time.Hour)))
+		require.Empty(e.t, e.claim(claimArgs{limit: 10, lease: time.Minute}).Leases, "due in an hour")
+		require.Empty(e.t, e.claim(claimArgs{limit: 10, lease: time.Minute, ahead: 59 * time.Minute}).Leases,
+			"due beyond the horizon of ahead")
+		c := e.claim(claimArgs{limit: 10, lease: time.Minute, ahead: 61 * time.Minute})
+		require.Len(e.t, c.Leases, 1, "due within the horizon")
+		require.True(e.t, c.Leases[0].Ahead, "claimed before its due time: ahead")
+
+		// Not handed out by a claim before its due time, and handed out
+		// by the first claim at or after it.
+		due := e.now().Add(50 * time.Millisecond)
+		e.enqueue(msg("soon", due))
+		if e.mock {
+			e.advance(due.Sub(e.nowFn()) - time.Microsecond)
+			require.Empty(e.t, e.claim(claimArgs{limit: 10, lease: time.Minute}).Leases, "a microsecond early")
+			e.advance(time.Microsecond)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var c durable.Claimed
+			_, after := e.around(func() { c = e.claim(claimArgs{limit: 10, lease: time.Minute}) })
+			if len(c.Leases) > 0 {
+				require.Equal(e.t, "soon", c.Leases[0].ID)
+				require.False(e.t, c.Leases[0].Ahead)
+				require.False(e.t, after.Before(due), "handed out at %v, before its due time %v", after, due)
+				require.False(e.t, c.Now.Before(due), "the claim's Now %v is before the due time %v", c.Now, due)
+				return
+			}
+			require.False(e.t, e.mock, "due now: the claim must take it")
+			require.True(e.t, time.Now().Before(deadline), "not claimed 10s after its due time")
+			time.Sleep(time.Millisecond)
+		}
+	}},
+	{"LeaseArithmetic", func(e *env) {
+		// Deadline = max(due, now) + lease and Ready = max(due, now).
+		past, future := e.past(), e.now().Add(30*time.Second)
+		e.enqueue(msg("past", past), msg("future", future))
+		var c durable.Claimed
+		before, after := e.around(func() { c = e.claim(claimArgs{limit: 2, lease: 10 * time.Second, ahead: time.Minute}) })
+		require.Len(e.t, c.Leases, 2)
+		p, f := c.Leases[0], c.Leases[1]
+		require.Equal(e.t, []string{"past", "future"}, []string{p.ID, f.ID}, "earliest first")
+		e.requireBetween(c.Now, before, after, "Claimed.Now")
+		e.requireBetween(p.Ready, before, c.Now, "Ready of a message due before now: the claim's now")
+		require.Equal(e.t, 10*time.Second, p.Deadline.Sub(p.Ready), "Deadline of a message due before now: now + lease")
+		require.True(e.t, past.Equal(p.Due), "the lease's Due is the message's")
+		require.False(e.t, p.Ahead)
+		e.requireInstant(future, f.Ready, "Ready of a message due after now: its due time")
+		e.requireInstant(future.Add(10*time.Second), f.Deadline, "Deadline of a message due after now: due + lease")
+		require.Equal(e.t, 10*time.Second, f.Deadline.Sub(f.Ready))
+		require.True(e.t, f.Ahead)
+		require.True(e.t, c.NextDue.IsZero(), "nothing left pending")
+		e.requireInstant(p.Deadline, c.NextDeadline, "NextDeadline: the earliest, of a lease just made")
+		e.requireInstant(p.Deadline, e.get("past").Deadline, "Get's Deadline")
+		e.requireInstant(f.Deadline, e.get("future").Deadline, "Get's Deadline")
+	}},
+	{"EarliestFirst", func(e *env) {
+		n := e.now()
+		dues := map[string]time.Time{
+			"e": n.Add(-time.Millisecond),
+			"d": n.Add(-time.Millisecond - time.Microsecond),
+			"c": n.Add(-2 * time.Millisecond),
+			"b": n.Add(-time.Second),
+			"a": n.Add(-time.Hour),
+		}
+		for _, id := range []string{"e", "c", "a", "d", "b"} {
+			e.enqueue(msg(id, dues[id]))
+		}
+		var got []durable.Lease
+		for range dues {
+			c := e.claim(claimArgs{limit: 1, lease: time.Minute})
+			require.Len(e.t, c.Leases, 1)
+			got = append(got, c.Leases...)
+		}
+		require.Equal(e.t, []string{"a", "b", "c", "d", "e"}, ids(got), "one at a time, earliest first")
+		for _, l := range got {
+			require.True(e.t, dues[l.ID].Equal(l.Due), "%s: due %v, want %v", l.ID, l.Due, dues[l.ID])
+		}
+		for i, id := range seqIDs("m", 50) {
+			e.enqueue(msg(id, n.Add(-time.Duration(50-i)*time.Millisecond)))
+		}
+		c := e.claim(claimArgs{limit: 100, lease: time.Minute})
+		require.Equal(e.t, seqIDs("m", 50), ids(c.Leases), "in one claim, earliest first")
+	}},
+	{"EqualDueKeepsWriteOrder", func(e *env) {
+		due := e.past()
+		var batch []durable.Message
+		want := seqIDs("z", 20)
+		for _, id := range want {
+			batch = append(batch, msg(id, due))
+		}
+		e.enqueue(batch...)
+		for _, id := range []string{"b", "a", "c"} {
+			e.enqueue(msg(id, due))
+			want = append(want, id)
+		}
+		require.Equal(e.t, want, ids(e.claimAll(time.Minute)), "the order of the batch, then of the Enqueues")
+
+		// Zero due times: now, equal on a mock clock.
+		e.enqueue(msg("y", time.Time{}), msg("x", time.Time{}), msg("w", time.Time{}))
+		ls := e.claimAll(time.Minute)
+		require.Equal(e.t, []string{"y", "x", "w"}, ids(ls))
+
+		// Retries make messages pending in the order of the Retries.
+		for _, i := range []int{2, 0, 1} {
+			require.False(e.t, e.retry(ls[i], 0, 10, ""))
+		}
+		require.Equal(e.t, []string{"w", "y", "x"}, ids(e.claimAll(time.Minute)), "the order of the Retries")
+	}},
+	{"HeldWaitForConfirm", func(e *env) {
+		due := e.past()
+		for _, id := range []string{"h0", "h1", "h2", "h3", "h4", "h5"} {
+			e.enqueue(durable.Message{ID: id, Payload: []byte("v1"), Due: due})
+		}
+		c := e.claim(claimArgs{limit: 6, held: 4, lease: time.Minute})
+		require.Len(e.t, c.Leases, 6)
+		var handed, held []durable.Lease
+		for _, l := range c.Leases {
+			if l.Ahead {
+				held = append(held, l)
+			} else {
+				handed = append(handed, l)
+			}
+		}
+		require.LessOrEqual(e.t, len(handed), 2, "at most limit-held handed out by the claim")
+		require.GreaterOrEqual(e.t, len(held), 4)
+		for _, l := range handed {
+			_, err := e.s.Cancel(e.ctx, l.ID)
+			require.ErrorIs(e.t, err, durable.ErrInFlight, "%s: handed out by the claim", l.ID)
+			e.ack(l)
+		}
+		require.True(e.t, e.cancel(held[0].ID), "a held message no consumer was handed is cancelled")
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, held[0].ID, held[0].Token), durable.ErrLeaseLost)
+
+		e.enqueue(durable.Message{ID: held[1].ID, Payload: []byte("v2"), Due: due})
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, held[1].ID, held[1].Token), durable.ErrLeaseLost,
+			"the replaced version is never handed out")
+		for _, l := range held[2:] {
+			require.NoError(e.t, e.s.Confirm(e.ctx, l.ID, l.Token))
+			_, err := e.s.Cancel(e.ctx, l.ID)
+			require.ErrorIs(e.t, err, durable.ErrInFlight, "%s: confirmed, so handed out", l.ID)
+			e.ack(l)
+		}
+		ls := e.claimAll(time.Minute)
+		require.Len(e.t, ls, 1)
+		require.Equal(e.t, held[1].ID, ls[0].ID)
+		require.Equal(e.t, "v2", string(ls[0].Payload))
+		e.ack(ls[0])
+		e.requireCounts(0, 0, 0)
+	}},
+	{"HeldHandsOutTheEarliestLimitMinusHeld", func(e *env) {
+		due := e.past()
+		for _, id := range seqIDs("h", 6) {
+			e.enqueue(msg(id, due))
+		}
+		c := e.claim(claimArgs{limit: 6, held: 4, lease: time.Minute})
+		require.Len(e.t, c.Leases, 6)
+		var handed []string
+		for _, l := range c.Leases {
+			if !l.Ahead {
+				handed = append(handed, l.ID)
+			}
+		}
+		require.Equal(e.t, seqIDs("h", 2), handed, "exactly limit-held, the earliest")
+	}},
+	{"DueSoonCountsWhatIsLeft", func(e *env) {
+		n := e.now()
+		e.enqueue(msg("soon1", n.Add(-time.Second)), msg("soon2", n.Add(aheadOf)), msg("soon3", n.Add(aheadOf)),
+			msg("later", n.Add(time.Hour)))
+		c := e.claim(claimArgs{limit: 1, lease: time.Minute, ahead: time.Minute})
+		require.Len(e.t, c.Leases, 1)
+		// DueSoon may be zero: a store that does not count.
+		if c.DueSoon != 0 {
+			require.Equal(e.t, 2, c.DueSoon, "two more due within the minute; the one due in an hour is not counted")
+		}
+		c = e.claim(claimArgs{limit: 2, lease: time.Minute, ahead: time.Minute})
+		require.Len(e.t, c.Leases, 2)
+		require.Zero(e.t, c.DueSoon, "none left within the horizon")
+	}},
+	{"NextDueAndNextDeadline", func(e *env) {
+		n := e.now()
+		e.enqueue(msg("a", n.Add(-time.Second)), msg("b", n.Add(time.Hour)), msg("c", n.Add(2*time.Hour)))
+		c := e.claim(claimArgs{limit: 1, lease: time.Minute})
+		require.Len(e.t, c.Leases, 1)
+		la := c.Leases[0]
+		e.requireInstant(n.Add(time.Hour), c.NextDue, "NextDue: the earliest still pending")
+		e.requireInstant(la.Deadline, c.NextDeadline, "NextDeadline: the lease just made")
+		c = e.claim(claimArgs{limit: 1, lease: time.Minute})
+		require.Empty(e.t, c.Leases)
+		e.requireInstant(n.Add(time.Hour), c.NextDue, "NextDue of an empty claim")
+		e.requireInstant(e.get("a").Deadline, c.NextDeadline, "NextDeadline of an empty claim")
+		e.requireInstant(n.Add(time.Hour), e.stats().NextDue, "Stats.NextDue")
+		e.ack(la)
+		require.True(e.t, e.cancel("b"))
+		require.True(e.t, e.cancel("c"))
+		c = e.claim(claimArgs{limit: 1, lease: time.Minute})
+		require.True(e.t, c.NextDue.IsZero(), "none pending")
+		require.True(e.t, c.NextDeadline.IsZero(), "none in flight")
+	}},
+	{"ConcurrentClaimersNeverShare", func(e *env) {
+		const n, claimers = 1000, 8
+		due := e.past()
+		var msgs []durable.Message
+		for _, id := range seqIDs("m", n) {
+			msgs = append(msgs, msg(id, due))
+		}
+		e.enqueue(msgs...)
+		var (
+			mu  sync.Mutex
+			got = map[string]int{}
+			wg  sync.WaitGroup
+		)
+		for range claimers {
+			wg.Go(func() {
+				for {
+					c, err := e.tryClaim(claimArgs{limit: 1 + rand.IntN(20), lease: time.Hour})
+					if !assert.NoError(e.t, err) || len(c.Leases) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, l := range c.Leases {
+						got[l.ID]++
+						assert.Equal(e.t, 1, l.Attempt, l.ID)
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		require.Len(e.t, got, n, "every message claimed")
+		for id, k := range got {
+			require.Equal(e.t, 1, k, "%s claimed %d times", id, k)
+		}
+		e.requireCounts(0, n, 0)
+	}},
+}
+
+var confirmRules = []rule{
+	{"HandsOutALeaseClaimedAhead", func(e *env) {
+		l := e.claimAhead("a", "v1")
+		require.NoError(e.t, e.s.Confirm(e.ctx, "a", l.Token))
+		require.NoError(e.t, e.s.Confirm(e.ctx, "a", l.Token), "confirming again is harmless")
+		found, err := e.s.Cancel(e.ctx, "a")
+		require.ErrorIs(e.t, err, durable.ErrInFlight, "handed out: no longer cancelled")
+		require.False(e.t, found)
+		e.ack(l)
+		e.requireCounts(0, 0, 0)
+	}},
+	{"ReplacedIsNeverHandedOut", func(e *env) {
+		old := e.claimAhead("a", "v1")
+		l := e.claimAhead("a", "v2")
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, "a", old.Token), durable.ErrLeaseLost, "the replaced version")
+		require.Equal(e.t, "v2", string(l.Payload))
+		require.Equal(e.t, 1, l.Attempt, "the new version starts at attempt 1")
+		require.NoError(e.t, e.s.Confirm(e.ctx, "a", l.Token))
+		e.ack(l)
+	}},
+	{"ReleasedFails", func(e *env) {
+		l := e.claimAhead("a", "v1")
+		require.False(e.t, e.retry(l, 0, 100, ""))
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, "a", l.Token), durable.ErrLeaseLost)
+		require.True(e.t, e.cancel("a"), "pending again")
+	}},
+	{"ACurrentLeaseConfirms", func(e *env) {
+		e.enqueue(msg("a", e.past()))
+		l := e.claimOne("a", time.Minute)
+		require.NoError(e.t, e.s.Confirm(e.ctx, "a", l.Token), "handed out by the claim, and current")
+		e.ack(l)
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, "a", l.Token), durable.ErrLeaseLost, "acked")
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, "nothing", 1), durable.ErrLeaseLost, "no such message")
+	}},
+	{"ExactlyOneOfConfirmAndCancel", func(e *env) {
+		confirmed, cancelled := 0, 0
+		for i := range 200 {
+			id := fmt.Sprintf("race%d", i)
+			l := e.claimAhead(id, "v")
+			var (
+				confirmErr, cancelErr error
+				found                 bool
+			)
+			race(func() { confirmErr = e.s.Confirm(e.ctx, id, l.Token) },
+				func() { found, cancelErr = e.s.Cancel(e.ctx, id) })
+			switch {
+			case confirmErr == nil:
+				require.ErrorIs(e.t, cancelErr, durable.ErrInFlight, "%s: confirmed, then cancelled", id)
+				require.False(e.t, found)
+				e.ack(l)
+				confirmed++
+			case errors.Is(confirmErr, durable.ErrLeaseLost):
+				require.NoError(e.t, cancelErr, "%s: neither won", id)
+				require.True(e.t, found, "%s: neither won", id)
+				cancelled++
+			default:
+				require.NoError(e.t, confirmErr)
+			}
+		}
+		e.requireCounts(0, 0, 0)
+		e.t.Logf("%d confirmed first, %d cancelled first", confirmed, cancelled)
+	}},
+	{"ConfirmRacingAnEnqueue", func(e *env) {
+		// Which of the two came first cannot be seen afterwards: a
+		// Confirm that won was followed by the replacement. What can be
+		// seen is that both end the same way, whatever the race.
+		confirmed, replaced := 0, 0
+		for i := range 100 {
+			id := fmt.Sprintf("race%d", i)
+			l := e.claimAhead(id, "v1")
+			var confirmErr, enqueueErr error
+			race(func() { confirmErr = e.s.Confirm(e.ctx, id, l.Token) },
+				func() {
+					enqueueErr = e.s.Enqueue(e.ctx, []durable.Message{{ID: id, Payload: []byte("v2"), Due: e.now().Add(time.Hour)}})
+				})
+			require.NoError(e.t, enqueueErr)
+			// Either way the new version is pending and the old lease is
+			// gone: confirmed, it was handed out and then replaced.
+			info := e.get(id)
+			require.Equal(e.t, durable.Pending, info.State, id)
+			require.Equal(e.t, "v2", string(info.Payload), id)
+			require.ErrorIs(e.t, e.s.Ack(e.ctx, id, l.Token), durable.ErrLeaseLost, id)
+			switch {
+			case confirmErr == nil:
+				confirmed++
+			case errors.Is(confirmErr, durable.ErrLeaseLost):
+				replaced++
+			default:
+				require.NoError(e.t, confirmErr)
+			}
+			require.True(e.t, e.cancel(id))
+		}
+		e.t.Logf("%d confirmed first, %d replaced first", confirmed, replaced)
+		require.Equal(e.t, 100, confirmed+replaced)
+	}},
+}
+
+// race runs a and b at once, each on a goroutine released at the same
+// moment, and returns when both have.
+func race(a, b func()) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	wg.Go(func() { <-start; a() })
+	wg.Go(func() { <-start; b() })
+	close(start)
+	wg.Wait()
+}
+
+// sortedBy reports whether infos are in order of the instant at gives.
+func sortedBy(infos []durable.Info, at func(durable.Info) time.Time) bool {
+	return slices.IsSortedFunc(infos, func(a, b durable.Info) int { return at(a).Compare(at(b)) })
+}

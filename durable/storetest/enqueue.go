@@ -1,0 +1,139 @@
+package storetest
+
+import (
+	"strings"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+var enqueueRules = []rule{
+	{"ReplacesPending", func(e *env) {
+		due := e.past()
+		before, after := e.around(func() { e.enqueue(durable.Message{ID: "a", Payload: []byte("v1"), Due: due}) })
+		first := e.get("a").EnqueuedAt
+		e.requireBetween(first, before, after, "EnqueuedAt of a new message")
+		e.advance(time.Millisecond) // so that a new EnqueuedAt would differ
+		e.enqueue(durable.Message{ID: "a", Payload: []byte("v2"), Due: due.Add(time.Millisecond)})
+		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("v2"), State: durable.Pending,
+			Due: due.Add(time.Millisecond), EnqueuedAt: first}), utc(e.get("a")),
+			"the new payload and due time; EnqueuedAt kept")
+		e.requireCounts(1, 0, 0)
+		ls := e.claimAll(time.Minute)
+		require.Len(e.t, ls, 1, "the old version is never delivered")
+		require.Equal(e.t, "v2", string(ls[0].Payload))
+	}},
+	{"ReplacesInFlight", func(e *env) {
+		e.enqueue(durable.Message{ID: "a", Payload: []byte("v1"), Due: e.past()})
+		first := e.get("a").EnqueuedAt
+		require.False(e.t, e.retry(e.claimOne("a", time.Minute), 0, 10, "boom"))
+		l := e.claimOne("a", time.Minute)
+		require.Equal(e.t, 2, l.Attempt)
+		e.advance(time.Millisecond) // so that a new EnqueuedAt would differ
+		e.enqueue(durable.Message{ID: "a", Payload: []byte("v2"), Due: e.past()})
+		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("v2"), State: durable.Pending,
+			Due: e.get("a").Due, EnqueuedAt: first}), utc(e.get("a")),
+			"pending again, attempts from zero, LastError cleared, EnqueuedAt kept")
+		e.requireLost(l, "on the replaced version")
+		l2 := e.claimOne("a", time.Minute)
+		require.Equal(e.t, "v2", string(l2.Payload))
+		require.Equal(e.t, 1, l2.Attempt)
+		require.Empty(e.t, l2.LastError)
+		e.ack(l2)
+		e.requireCounts(0, 0, 0)
+	}},
+	{"ReplacesDead", func(e *env) {
+		e.kill("a")
+		first := e.get("a").EnqueuedAt
+		e.advance(time.Millisecond)
+		e.enqueue(durable.Message{ID: "a", Payload: []byte("v2"), Due: e.past()})
+		info := e.get("a")
+		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("v2"), State: durable.Pending,
+			Due: info.Due, EnqueuedAt: first}), utc(info))
+		dl, err := e.s.DeadLetters(e.ctx, 10)
+		require.NoError(e.t, err)
+		require.Empty(e.t, dl)
+		e.requireCounts(1, 0, 0)
+	}},
+	{"ZeroDueIsNow", func(e *env) {
+		before, after := e.around(func() { e.enqueue(msg("a", time.Time{})) })
+		info := e.get("a")
+		e.requireBetween(info.Due, before, after, "the Due of a zero Due")
+		e.requireInstant(info.Due, e.stats().NextDue, "Stats.NextDue")
+		require.Len(e.t, e.claimAll(time.Minute), 1, "due now")
+	}},
+	{"DuplicateIDsLaterWins", func(e *env) {
+		// The Store doc does not say; both stores of the module write
+		// such a batch as two Enqueues would.
+		due := e.past()
+		e.enqueue(durable.Message{ID: "a", Payload: []byte("v1"), Due: due}, msg("b", due),
+			durable.Message{ID: "a", Payload: []byte("v2"), Due: due})
+		e.requireCounts(2, 0, 0)
+		require.Equal(e.t, "v2", string(e.get("a").Payload))
+		ls := e.claimAll(time.Minute)
+		require.ElementsMatch(e.t, []string{"a", "b"}, ids(ls))
+	}},
+	{"InvalidBatchWritesNothing", func(e *env) {
+		e.enqueue(durable.Message{ID: "kept", Payload: []byte("v0"), Due: e.past()})
+		for name, bad := range map[string]durable.Message{
+			"empty ID":     {ID: ""},
+			"long ID":      {ID: strings.Repeat("x", durable.MaxIDLen+1)},
+			"long payload": {ID: "big", Payload: make([]byte, durable.MaxPayloadLen+1)},
+		} {
+			err := e.s.Enqueue(e.ctx, []durable.Message{msg("new", time.Time{}),
+				{ID: "kept", Payload: []byte("v1")}, bad, msg("new2", time.Time{})})
+			require.ErrorIs(e.t, err, durable.ErrInvalidMessage, name)
+			e.requireCounts(1, 0, 0)
+			e.requireNotFound("new")
+			e.requireNotFound("new2")
+			require.Equal(e.t, "v0", string(e.get("kept").Payload), "%s: not replaced", name)
+		}
+		// The limits themselves are fine.
+		e.enqueue(durable.Message{ID: strings.Repeat("x", durable.MaxIDLen), Payload: make([]byte, durable.MaxPayloadLen), Due: e.past()})
+		ls := e.claimAll(time.Minute)
+		require.Len(e.t, ls, 2)
+		for _, l := range ls {
+			if l.ID != "kept" {
+				require.Len(e.t, l.Payload, durable.MaxPayloadLen)
+			}
+		}
+	}},
+}
+
+var cancelRules = []rule{
+	{"Pending", func(e *env) {
+		e.enqueue(msg("a", e.now().Add(time.Hour)))
+		require.True(e.t, e.cancel("a"))
+		e.requireNotFound("a")
+		require.False(e.t, e.cancel("a"), "gone")
+		e.requireCounts(0, 0, 0)
+	}},
+	{"Missing", func(e *env) {
+		require.False(e.t, e.cancel("nothing"))
+	}},
+	{"Dead", func(e *env) {
+		e.kill("a")
+		require.True(e.t, e.cancel("a"))
+		e.requireNotFound("a")
+		e.requireCounts(0, 0, 0)
+	}},
+	{"ClaimedAheadIsTakenBack", func(e *env) {
+		l := e.claimAhead("a", "v1")
+		require.True(e.t, e.cancel("a"), "a message no consumer was handed is cancelled")
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, "a", l.Token), durable.ErrLeaseLost, "its holder must not hand it out")
+		e.requireNotFound("a")
+		e.requireCounts(0, 0, 0)
+	}},
+	{"HandedOutIsInFlight", func(e *env) {
+		e.enqueue(msg("a", e.past()))
+		l := e.claimOne("a", time.Minute)
+		before := e.get("a")
+		found, err := e.s.Cancel(e.ctx, "a")
+		require.ErrorIs(e.t, err, durable.ErrInFlight)
+		require.False(e.t, found)
+		require.Equal(e.t, utc(before), utc(e.get("a")), "nothing deleted")
+		e.ack(l)
+	}},
+}

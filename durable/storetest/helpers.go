@@ -1,0 +1,184 @@
+package storetest
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// The helpers below fail the rule on an unexpected error.
+
+// msg is a message id with a payload naming it, due at due.
+func msg(id string, due time.Time) durable.Message {
+	return durable.Message{ID: id, Payload: []byte("payload of " + id), Due: due}
+}
+
+// seqIDs returns n IDs, prefix00000 to prefix(n-1), in order.
+func seqIDs(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%05d", prefix, i)
+	}
+	return out
+}
+
+// ids returns the IDs of leases.
+func ids(ls []durable.Lease) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.ID
+	}
+	return out
+}
+
+func (e *env) enqueue(msgs ...durable.Message) {
+	e.t.Helper()
+	require.NoError(e.t, e.s.Enqueue(e.ctx, msgs))
+}
+
+// past is a due time a second before now: due, whatever the clock does.
+func (e *env) past() time.Time { return e.now().Add(-time.Second) }
+
+func (e *env) claim(a claimArgs) durable.Claimed {
+	e.t.Helper()
+	var (
+		c   durable.Claimed
+		err error
+	)
+	e.around(func() { c, err = e.tryClaim(a) })
+	require.NoError(e.t, err)
+	return c
+}
+
+// claimOne claims the one message due, which must be id, handed out.
+func (e *env) claimOne(id string, lease time.Duration) durable.Lease {
+	e.t.Helper()
+	c := e.claim(claimArgs{limit: 1, lease: lease})
+	require.Len(e.t, c.Leases, 1, "one message due")
+	l := c.Leases[0]
+	require.Equal(e.t, id, l.ID)
+	require.False(e.t, l.Ahead, "due by now and not held: handed out by the claim")
+	return l
+}
+
+// claimAhead enqueues id due aheadOf from now, claims it ahead (with a
+// horizon of a minute) and returns its lease.
+func (e *env) claimAhead(id, payload string) durable.Lease {
+	e.t.Helper()
+	e.enqueue(durable.Message{ID: id, Payload: []byte(payload), Due: e.now().Add(aheadOf)})
+	c := e.claim(claimArgs{limit: 1, lease: time.Minute, ahead: time.Minute})
+	require.Len(e.t, c.Leases, 1)
+	l := c.Leases[0]
+	require.Equal(e.t, id, l.ID)
+	require.True(e.t, l.Ahead, "a message due after now is claimed ahead")
+	return l
+}
+
+// aheadOf is how far in the future the messages claimed ahead are due:
+// well within the claim's horizon of a minute, and well after its now.
+const aheadOf = 10 * time.Second
+
+// claimAll claims, 100 at a time, until a claim finds nothing due.
+func (e *env) claimAll(lease time.Duration) []durable.Lease {
+	e.t.Helper()
+	var out []durable.Lease
+	for {
+		c := e.claim(claimArgs{limit: 100, lease: lease})
+		if len(c.Leases) == 0 {
+			return out
+		}
+		out = append(out, c.Leases...)
+	}
+}
+
+func (e *env) retry(l durable.Lease, after time.Duration, maxAttempts int, errText string) bool {
+	e.t.Helper()
+	dead, err := e.tryRetry(l, after, maxAttempts, errText)
+	require.NoError(e.t, err)
+	return dead
+}
+
+func (e *env) reap(limit int, p durable.RetryPolicy) durable.Reaped {
+	e.t.Helper()
+	var (
+		r   durable.Reaped
+		err error
+	)
+	e.around(func() { r, err = e.tryReap(limit, p) })
+	require.NoError(e.t, err)
+	return r
+}
+
+// kill enqueues id due now and makes it die by failing its only attempt
+// with the error text "killed".
+func (e *env) kill(id string) {
+	e.t.Helper()
+	e.enqueue(msg(id, e.past()))
+	l := e.claimOne(id, time.Minute)
+	require.True(e.t, e.retry(l, 0, 1, "killed"), "the last attempt failed: dead")
+}
+
+func (e *env) get(id string) durable.Info {
+	e.t.Helper()
+	info, err := e.s.Get(e.ctx, id)
+	require.NoError(e.t, err)
+	return info
+}
+
+func (e *env) requireNotFound(id string) {
+	e.t.Helper()
+	_, err := e.s.Get(e.ctx, id)
+	require.ErrorIs(e.t, err, durable.ErrNotFound)
+}
+
+func (e *env) stats() durable.Stats {
+	e.t.Helper()
+	st, err := e.s.Stats(e.ctx)
+	require.NoError(e.t, err)
+	return st
+}
+
+// requireCounts checks the counts of Stats.
+func (e *env) requireCounts(pending, inFlight, dead int) {
+	e.t.Helper()
+	st := e.stats()
+	require.Equal(e.t, [3]int{pending, inFlight, dead}, [3]int{st.Pending, st.InFlight, st.Dead},
+		"pending, in flight, dead: %+v", st)
+}
+
+func (e *env) ack(l durable.Lease) {
+	e.t.Helper()
+	require.NoError(e.t, e.s.Ack(e.ctx, l.ID, l.Token))
+}
+
+func (e *env) cancel(id string) bool {
+	e.t.Helper()
+	found, err := e.s.Cancel(e.ctx, id)
+	require.NoError(e.t, err)
+	return found
+}
+
+// requireLost checks that every call naming the lease l fails with
+// ErrLeaseLost and changes nothing that Get shows.
+func (e *env) requireLost(l durable.Lease, why string) {
+	e.t.Helper()
+	before, getErr := e.s.Get(e.ctx, l.ID)
+	require.ErrorIs(e.t, e.s.Confirm(e.ctx, l.ID, l.Token), durable.ErrLeaseLost, "Confirm %s", why)
+	require.ErrorIs(e.t, e.s.Extend(e.ctx, l.ID, l.Token, time.Hour), durable.ErrLeaseLost, "Extend %s", why)
+	_, err := e.tryRetry(l, 0, 1, "lost")
+	require.ErrorIs(e.t, err, durable.ErrLeaseLost, "Retry %s", why)
+	require.ErrorIs(e.t, e.s.Ack(e.ctx, l.ID, l.Token), durable.ErrLeaseLost, "Ack %s", why)
+	after, getErr2 := e.s.Get(e.ctx, l.ID)
+	require.Equal(e.t, getErr == nil, getErr2 == nil)
+	require.Equal(e.t, utc(before), utc(after), "a lost lease changes nothing")
+}
+
+// utc is info with its times in UTC, to compare instants with Equal.
+func utc(info durable.Info) durable.Info {
+	info.Due, info.EnqueuedAt = info.Due.UTC(), info.EnqueuedAt.UTC()
+	info.Deadline, info.DiedAt = info.Deadline.UTC(), info.DiedAt.UTC()
+	return info
+}

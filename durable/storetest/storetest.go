@@ -182,7 +182,7 @@ func (e *env) waitPast(at time.Time) {
 		return
 	}
 	for {
-		d := at.Sub(time.Now()) + time.Millisecond
+		d := time.Until(at) + time.Millisecond
 		if d <= 0 {
 			return
 		}

@@ -51,11 +51,23 @@ func newWakeup() *wakeup {
 }
 
 // read signals c at each expiry of the timerfd, until the file is closed.
+// It reads through the netpoller with a raw system call: a read of a
+// nonblocking fd never blocks, and a plain one would tell the runtime it
+// entered a system call, which wakes the runtime's monitor thread from
+// its sleep on an idle program, at every expiry.
 func (wk *wakeup) read() {
 	defer close(wk.done)
+	rc, err := wk.f.SyscallConn()
+	if err != nil {
+		return
+	}
 	var expirations [8]byte // the count of expirations since the last read
+	readOnce := func(fd uintptr) bool {
+		_, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&expirations[0])), 8)
+		return errno != syscall.EAGAIN // false: wait until the fd is ready
+	}
 	for {
-		if _, err := wk.f.Read(expirations[:]); err != nil {
+		if err := rc.Read(readOnce); err != nil {
 			return
 		}
 		select {

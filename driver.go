@@ -27,7 +27,7 @@ const spareIdle = time.Second
 func (w *TimingWheel) run() {
 	defer w.handing.Unlock() // after close(w.exited): see Stop
 	defer close(w.exited)
-	al := newAlarm(w.clock, w.now, w.realClock)
+	al := newAlarm(w.clock, w.now, w.realClock, time.Duration(w.grainOf(1)))
 	defer al.close()
 	for {
 		now := w.now()

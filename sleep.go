@@ -12,34 +12,55 @@ import (
 // a runtime timer does; otherwise with a timer of the wheel's clock.
 // Neither holds a thread while it waits.
 //
+// Beside a wakeup, the clock timer is a backstop, set a grain later: the
+// runtime looks at a wakeup's file descriptor only when a P has nothing
+// else to run (or every 10ms), while every P checks its timers each time
+// it schedules, so on a busy program the timer may go off first. Set later
+// than the wakeup, it does not go off on an idle one, and moving it later
+// at each instant costs no interruption of the runtime's poller. It is a
+// func timer that signals a channel: a channel timer would be added to
+// the runtime's heap, interrupting the poller, at every select on it.
+//
 // The driver loops more often than its next instant changes (each new
 // earliest bucket, Sync or spurious wake-up is a pass), so on the real
 // clock the alarm sets its timers again only when the instant changes or
-// they have fired: setting a wakeup is a system call, and moving a runtime
-// timer earlier interrupts the runtime's poller. A mock clock's timer is
-// set again on every pass, from the clock's now at that moment: the clock
-// moves in steps, at any time, and a wait computed before a step would go
-// off late by the step. It is owned by the driver goroutine.
+// they have fired: setting a wakeup is a system call. A mock clock's timer
+// is set again on every pass, from the clock's now at that moment: the
+// clock moves in steps, at any time, and a wait computed before a step
+// would go off late by the step. It is owned by the driver goroutine.
 type alarm struct {
-	timer   *clock.Timer
-	now     func() int64 // the wheel's clock, ns since start
-	real    bool         // timer is on the real clock
+	timer   *clock.Timer  // signals rang when it goes off
+	rang    chan struct{} // signalled without blocking
+	now     func() int64  // the wheel's clock, ns since start
+	real    bool          // timer is on the real clock
 	wk      *wakeup
-	target  int64 // the instant (ns since start) they are set for
-	timerOn bool  // timer is set for target and has not fired
-	wkOn    bool  // wk is set for target and has not fired
+	backup  time.Duration // how long after target timer goes off, beside a wakeup
+	target  int64         // the instant (ns since start) they are set for
+	timerOn bool          // timer is set for target and has not gone off
+	wkOn    bool          // wk is set for target and has not fired
 }
 
 // newAlarm returns an alarm on c, whose now (ns since the wheel's start)
-// is now, with a wakeup if real is true and the system gives one. Call
-// close when done with it.
-func newAlarm(c clock.Clock, now func() int64, real bool) *alarm {
-	a := &alarm{timer: c.Timer(time.Hour), now: now, real: real}
+// is now, with a wakeup if real is true and the system gives one, and its
+// clock timer then backup later. Call close when done with it.
+func newAlarm(c clock.Clock, now func() int64, real bool, backup time.Duration) *alarm {
+	a := &alarm{rang: make(chan struct{}, 1), now: now, real: real}
+	a.timer = c.AfterFunc(time.Hour, a.ring)
 	a.timer.Stop()
 	if real {
 		a.wk = newWakeup()
 	}
+	if a.wk != nil {
+		a.backup = backup
+	}
 	return a
+}
+
+func (a *alarm) ring() {
+	select {
+	case a.rang <- struct{}{}:
+	default:
+	}
 }
 
 // set makes the alarm go off at target, which is wait from now (wait > 0).
@@ -55,12 +76,7 @@ func (a *alarm) set(target int64, wait time.Duration) {
 		wait = time.Duration(target - a.now())
 	}
 	if !a.timerOn {
-		// Both, where there is a wakeup: it wakes an idle program on
-		// time, but the runtime reads its file descriptor only when a P
-		// has nothing else to run (or every 10ms), while every P checks
-		// its timers each time it schedules. So on a busy program the
-		// timer goes off first, on an idle one the wakeup.
-		a.timer.Reset(wait)
+		a.timer.Reset(wait + a.backup)
 		a.timerOn = true
 	}
 	if !a.wkOn && a.wk != nil {
@@ -77,16 +93,18 @@ func (a *alarm) stop() {
 	a.wkOn = false
 }
 
+// stopTimer stops the clock timer; a signal it sent already makes the
+// driver go round once for nothing.
 func (a *alarm) stopTimer() {
-	if a.timerOn && !a.timer.Stop() {
-		drain(a.timer.C)
+	if a.timerOn {
+		a.timer.Stop()
 	}
 	a.timerOn = false
 }
 
-// timerC is the channel the clock timer fires on; call timerFired after
+// timerC is the channel the clock timer signals; call timerFired after
 // receiving from it.
-func (a *alarm) timerC() <-chan time.Time { return a.timer.C }
+func (a *alarm) timerC() <-chan struct{} { return a.rang }
 
 func (a *alarm) timerFired() { a.timerOn = false }
 

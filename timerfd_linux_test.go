@@ -103,11 +103,14 @@ func TestWithClockNewIsTheRealClock(t *testing.T) {
 
 // An alarm on the real clock sets both its runtime timer and its wakeup,
 // so that whichever goes off first wakes the driver: the wakeup when the
-// program is idle, the timer when its Ps are too busy to poll the fd.
+// program is idle, the timer, set a backup interval later, when its Ps
+// are too busy to poll the fd.
 func TestAlarmSetsTheRuntimeTimerBesideTheWakeup(t *testing.T) {
-	a := newAlarm(clock.New(), func() int64 { return 0 }, true)
+	const backup = 5 * time.Millisecond
+	a := newAlarm(clock.New(), func() int64 { return 0 }, true, backup)
 	defer a.close()
 	require.NotNil(t, a.wk, "this system gives a timerfd")
+	start := time.Now()
 	a.set(int64(time.Millisecond), time.Millisecond)
 	assert.True(t, a.timerOn, "runtime timer set")
 	assert.True(t, a.wkOn, "wakeup set")
@@ -122,5 +125,6 @@ func TestAlarmSetsTheRuntimeTimerBesideTheWakeup(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the runtime timer did not go off")
 	}
+	assert.GreaterOrEqual(t, time.Since(start), time.Millisecond+backup, "the timer goes off the backup interval after the wakeup")
 	assert.False(t, a.timerOn)
 }

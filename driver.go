@@ -105,7 +105,8 @@ func (w *TimingWheel) pass(now int64) bool {
 }
 
 // expire looks at the timers of b, which is due at now. In a level-0 or
-// the due bucket the timers due by now fire and the others stay, and b is
+// the due bucket the timers due by now (read again before each batch: what
+// came due meanwhile fires too) fire and the others stay, and b is
 // armed again for the grain of the earliest of them. In a coarse bucket
 // every timer cascades to the finer bucket its deadline maps to now, or
 // fires if due; while the bucket's range is still far ahead, only a slice
@@ -126,6 +127,7 @@ func (w *TimingWheel) expire(b *bucket, now int64) {
 			return
 		}
 		l := &b.lanes[i]
+		now = max(now, w.now()) // fire what came due since, too
 		l.mu.Lock()
 		j := len(l.items) - 1
 		for {
@@ -148,6 +150,7 @@ func (w *TimingWheel) expire(b *bucket, now int64) {
 			}
 			l.mu.Unlock()
 			w.handOverTasks()
+			now = max(now, w.now())
 			l.mu.Lock()
 			j = min(j, len(l.items)-1)
 		}

@@ -147,9 +147,9 @@ func (p *periodic) run() {
 		t.cas(s, withStatus(s, statusIdle)) // the schedule ends, unless a Stop or Reset came first
 		return
 	}
-	if t.cas(s, withStatus(s, statusIdle)|locked) {
+	if owned := withStatus(s, statusIdle) | locked; t.cas(s, owned) {
 		t.when = when
-		w.insert(t, withStatus(s, statusIdle), false)
+		w.insert(t, owned, false)
 	}
 }
 

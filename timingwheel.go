@@ -419,16 +419,20 @@ func (w *TimingWheel) schedule(t *Timer, when int64, due bool, k uint64) {
 }
 
 // insert links t, which is new or locked by its caller, with state s (its
-// kind, and the lock bit if locked), into the bucket its deadline maps to,
-// and makes it pending there; due puts it in the due bucket. On a stopped
-// wheel it is linked all the same: it never fires, Len counts it and a
-// Stop of it returns true.
+// kind, and the lock bit unless t is new), into the bucket its deadline
+// maps to, and makes it pending there; due puts it in the due bucket. On
+// a stopped wheel it is linked all the same: it never fires, Len counts
+// it and a Stop of it returns true.
 func (w *TimingWheel) insert(t *Timer, s uint64, due bool) {
 	b, exp := w.placeFor(t.when, due)
 	l := b.lockLaneFor(t)
 	l.push(t, nil)
 	l.pending++
-	t.store(pendingIn(s, l.id))
+	if s&locked != 0 {
+		t.store(pendingIn(s, l.id))
+	} else {
+		t.state = pendingIn(s, l.id) // a new timer, not shared yet
+	}
 	l.mu.Unlock()
 	b.arm(exp, w.queue)
 }

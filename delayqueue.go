@@ -12,7 +12,7 @@ import "sync"
 type delayQueue struct {
 	mu      sync.Mutex
 	entries []delayEntry
-	wake    chan struct{} // signalled when the minimum moves earlier
+	onMin   func() // called when the minimum moves earlier: it kicks the driver
 }
 
 type delayEntry struct {
@@ -20,8 +20,8 @@ type delayEntry struct {
 	b   *bucket
 }
 
-func newDelayQueue() *delayQueue {
-	return &delayQueue{wake: make(chan struct{}, 1)}
+func newDelayQueue(onMin func()) *delayQueue {
+	return &delayQueue{onMin: onMin}
 }
 
 // push adds b due at exp and wakes the driver if exp is the new minimum.
@@ -32,10 +32,7 @@ func (q *delayQueue) push(exp int64, b *bucket) {
 	isMin := q.entries[0].b == b && q.entries[0].exp == exp
 	q.mu.Unlock()
 	if isMin {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
+		q.onMin()
 	}
 }
 

@@ -29,7 +29,12 @@ func (w *TimingWheel) run() {
 	defer close(w.exited)
 	al := newAlarm(w.clock, w.now, w.realClock, time.Duration(w.grainOf(1)))
 	defer al.close()
+	if al.wk != nil {
+		w.wake.Store(al.wk)
+		defer w.wake.Store(nil) // before al.close
+	}
 	for {
+		w.takeSyncRequests()
 		now := w.now()
 		if !w.pass(now) {
 			return
@@ -43,30 +48,33 @@ func (w *TimingWheel) run() {
 		if armed {
 			wait := time.Duration(next - w.now())
 			if wait <= 0 {
-				w.takeRequest()
 				continue // came due during the pass
 			}
 			al.set(next, wait)
-			if w.now() >= next {
-				// A mock clock stepped past the instant while the alarm
-				// was set, which it then would not fire for.
-				w.takeRequest()
-				continue
-			}
 		} else {
 			al.stop()
 		}
-		select {
-		case <-al.timerC():
-			al.timerFired()
-		case <-al.wakeupC():
-			al.wakeupFired(w.now())
-		case <-w.queue.wake:
-		case r := <-w.syncReqs:
-			w.waiters = append(w.waiters, r)
-		case <-w.stopCh:
-			return
+		// A kick changes what it kicks for before it pokes the wakeup,
+		// and setting the alarm may have replaced that poke: look again.
+		if w.stopped.Load() || w.syncPending() || armed && w.now() >= next {
+			continue // (a mock clock may have stepped past next meanwhile)
 		}
+		if n, ok := w.queue.peek(); ok && (!armed || n < next) {
+			continue
+		}
+		al.wait(w.kicks)
+	}
+}
+
+// kick wakes the driver, which goes round its loop: for a new earliest
+// bucket, a Sync, or Stop.
+func (w *TimingWheel) kick() {
+	select {
+	case w.kicks <- struct{}{}:
+	default:
+	}
+	if wk := w.wake.Load(); wk != nil {
+		wk.poke()
 	}
 }
 
@@ -257,14 +265,18 @@ func (w *TimingWheel) releaseWaiters(now int64) {
 	w.waiters = kept
 }
 
-// takeRequest takes a Sync request or a wake-up that is waiting, without
-// blocking: the driver calls it when it goes round its loop at once, so
-// that Sync is served even while timers come due on every pass.
-func (w *TimingWheel) takeRequest() {
-	select {
-	case r := <-w.syncReqs:
-		w.waiters = append(w.waiters, r)
-	case <-w.queue.wake:
-	default:
-	}
+// takeSyncRequests takes the Sync calls made since it last did.
+func (w *TimingWheel) takeSyncRequests() {
+	w.syncMu.Lock()
+	w.waiters = append(w.waiters, w.syncReqs...)
+	clear(w.syncReqs)
+	w.syncReqs = w.syncReqs[:0]
+	w.syncMu.Unlock()
+}
+
+// syncPending reports whether a Sync call waits to be taken.
+func (w *TimingWheel) syncPending() bool {
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
+	return len(w.syncReqs) > 0
 }

@@ -3,6 +3,7 @@
 package timingwheel
 
 import (
+	"errors"
 	"os"
 	"syscall"
 	"time"
@@ -16,21 +17,29 @@ import (
 // netpoller watches wakes a goroutine at the instant the kernel's timer
 // expires, and no thread or P is held while it waits.
 //
-// A wakeup is one such timerfd and a goroutine that reads it through the
-// netpoller and signals c at each expiry. The driver arms it for the
-// instant its next bucket is due, alongside its runtime timer, and takes
-// whichever fires first. Each wheel on the real clock owns one from Start
-// to Stop: one file descriptor and one parked goroutine per started wheel.
+// A wakeup is one such timerfd, which the driver reads itself: it arms the
+// fd for the instant its next bucket is due and waits on it. Whatever else
+// must wake the driver (a new earliest bucket, Sync, Stop) pokes the fd to
+// expire at once. A read deadline a little after the instant is the
+// backstop for a busy program: the runtime looks at the fd only when a P
+// has nothing else to run (or every 10ms), but checks the deadline's timer
+// each time it schedules. Each wheel on the real clock owns one from
+// Start to Stop: one file descriptor.
 type wakeup struct {
-	f    *os.File
-	fd   uintptr
-	c    chan struct{} // signalled, without blocking, at each expiry
-	done chan struct{} // closed when the reading goroutine exits
+	f  *os.File
+	rc syscall.RawConn
+	// buf receives the count of expirations; only the driver reads.
+	buf [8]byte
+	// readOnce reads the fd once, with a raw system call: a read of a
+	// nonblocking fd never blocks, and a plain one would tell the runtime
+	// it entered a system call, which wakes the runtime's monitor thread
+	// from its sleep on an idle program at every wake-up.
+	readOnce func(fd uintptr) bool
 }
 
-// newWakeup returns a started wakeup, or nil if the system refuses one (no
+// newWakeup returns a wakeup, or nil if the system refuses one (no
 // timerfd, no file descriptor left), in which case the driver makes do
-// with its runtime timer.
+// with a runtime timer.
 func newWakeup() *wakeup {
 	const clockMonotonic = 1
 	fd, _, errno := syscall.RawSyscall(syscall.SYS_TIMERFD_CREATE, clockMonotonic,
@@ -39,71 +48,56 @@ func newWakeup() *wakeup {
 		return nil
 	}
 	// A nonblocking fd given to os.NewFile is registered with the
-	// netpoller, so a Read parks the goroutine rather than a thread.
+	// netpoller, so a read parks the goroutine rather than a thread.
 	f := os.NewFile(fd, "timingwheel-timerfd")
 	if f == nil {
 		_ = syscall.Close(int(fd))
 		return nil
 	}
-	wk := &wakeup{f: f, fd: fd, c: make(chan struct{}, 1), done: make(chan struct{})}
-	go wk.read()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		_ = f.Close()
+		return nil
+	}
+	wk := &wakeup{f: f, rc: rc}
+	wk.readOnce = func(fd uintptr) bool {
+		_, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&wk.buf[0])), uintptr(len(wk.buf)))
+		return errno != syscall.EAGAIN // false: wait until the fd is ready
+	}
 	return wk
 }
 
-// read signals c at each expiry of the timerfd, until the file is closed.
-// It reads through the netpoller with a raw system call: a read of a
-// nonblocking fd never blocks, and a plain one would tell the runtime it
-// entered a system call, which wakes the runtime's monitor thread from
-// its sleep on an idle program, at every expiry.
-func (wk *wakeup) read() {
-	defer close(wk.done)
-	rc, err := wk.f.SyscallConn()
-	if err != nil {
-		return
-	}
-	var expirations [8]byte // the count of expirations since the last read
-	readOnce := func(fd uintptr) bool {
-		_, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&expirations[0])), 8)
-		return errno != syscall.EAGAIN // false: wait until the fd is ready
-	}
-	for {
-		if err := rc.Read(readOnce); err != nil {
-			return
-		}
-		select {
-		case wk.c <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// arm sets the timerfd to expire once, d from now, replacing any earlier
-// setting; d > 0. A stale expiry of an earlier setting may still be
-// signalled: the driver takes it for a spurious wake-up.
+// arm sets the timerfd to expire once, d from now (d > 0), replacing any
+// earlier setting, including a poke not read yet.
 func (wk *wakeup) arm(d time.Duration) {
-	if wk == nil {
-		return
-	}
 	var spec struct{ interval, value syscall.Timespec }
-	spec.value = syscall.NsecToTimespec(int64(d))
-	_, _, _ = syscall.RawSyscall6(syscall.SYS_TIMERFD_SETTIME, wk.fd, 0,
-		uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	spec.value = syscall.NsecToTimespec(int64(max(d, 1)))
+	// Control keeps the fd open meanwhile: a poke may race with close.
+	_ = wk.rc.Control(func(fd uintptr) {
+		_, _, _ = syscall.RawSyscall6(syscall.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+	})
 }
 
-// channel returns the channel signalled at each expiry; nil (never ready)
-// for a nil wakeup.
-func (wk *wakeup) channel() <-chan struct{} {
-	if wk == nil {
-		return nil
+// poke makes the fd expire at once, waking the driver if it waits. Safe
+// from any goroutine, also after close.
+func (wk *wakeup) poke() { wk.arm(1) }
+
+// setDeadline makes wait return d from now at the latest; d 0 takes the
+// deadline away.
+func (wk *wakeup) setDeadline(d time.Duration) {
+	var at time.Time
+	if d > 0 {
+		at = time.Now().Add(d)
 	}
-	return wk.c
+	_ = wk.f.SetReadDeadline(at)
 }
 
-// close closes the timerfd and waits for the reading goroutine to exit.
-func (wk *wakeup) close() {
-	if wk == nil {
-		return
-	}
-	_ = wk.f.Close()
-	<-wk.done
+// wait blocks until the fd expires (it reports true) or the deadline
+// passes (false); an expiry already pending returns at once.
+func (wk *wakeup) wait() (expired bool) {
+	err := wk.rc.Read(wk.readOnce)
+	return !errors.Is(err, os.ErrDeadlineExceeded)
 }
+
+// close closes the timerfd; the driver calls it once it waits no more.
+func (wk *wakeup) close() { _ = wk.f.Close() }

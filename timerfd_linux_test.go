@@ -2,7 +2,9 @@ package timingwheel
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,26 +32,37 @@ func TestWakeupSignalsNoSoonerThanArmed(t *testing.T) {
 	wk := newWakeup()
 	require.NotNil(t, wk)
 	defer wk.close()
+	wk.setDeadline(10 * time.Second) // so that a missing expiry fails the test
 	for _, d := range []time.Duration{200 * time.Microsecond, 2 * time.Millisecond} {
 		t0 := time.Now()
 		wk.arm(d)
-		select {
-		case <-wk.channel():
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no signal %v after arming for %v", time.Since(t0), d)
-		}
+		require.True(t, wk.wait(), "no expiry %v after arming for %v", time.Since(t0), d)
 		assert.GreaterOrEqual(t, time.Since(t0), d)
 	}
 	// Arming again replaces the earlier setting.
 	wk.arm(time.Hour)
 	t0 := time.Now()
 	wk.arm(time.Millisecond)
-	select {
-	case <-wk.channel():
-		assert.GreaterOrEqual(t, time.Since(t0), time.Millisecond)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the later arming did not replace the earlier one")
-	}
+	require.True(t, wk.wait(), "the later arming did not replace the earlier one")
+	assert.GreaterOrEqual(t, time.Since(t0), time.Millisecond)
+}
+
+// A poke, from any goroutine, makes a wait return at once, whatever the fd
+// was armed for; the read deadline is the backstop when nothing expires.
+func TestWakeupPokeAndDeadline(t *testing.T) {
+	wk := newWakeup()
+	require.NotNil(t, wk)
+	defer wk.close()
+	wk.arm(time.Hour)
+	wk.setDeadline(10 * time.Second)
+	go wk.poke()
+	require.True(t, wk.wait(), "the poke did not wake the wait")
+
+	wk.arm(time.Hour)
+	t0 := time.Now()
+	wk.setDeadline(5 * time.Millisecond)
+	assert.False(t, wk.wait(), "the deadline, not an expiry, ended the wait")
+	assert.GreaterOrEqual(t, time.Since(t0), 5*time.Millisecond)
 }
 
 // Each started wheel on the real clock owns one file descriptor, its
@@ -101,30 +114,61 @@ func TestWithClockNewIsTheRealClock(t *testing.T) {
 	assert.False(t, w.realClock)
 }
 
-// An alarm on the real clock sets both its runtime timer and its wakeup,
-// so that whichever goes off first wakes the driver: the wakeup when the
-// program is idle, the timer, set a backup interval later, when its Ps
-// are too busy to poll the fd.
-func TestAlarmSetsTheRuntimeTimerBesideTheWakeup(t *testing.T) {
+// An alarm on the real clock arms its wakeup for the instant and sets the
+// wakeup's read deadline a backup interval later: the fd wakes an idle
+// program, the deadline's runtime timer one whose Ps are too busy to poll
+// the fd. Each goes off once; the alarm then sets it again.
+func TestAlarmSetsTheDeadlineBesideTheWakeup(t *testing.T) {
 	const backup = 5 * time.Millisecond
 	a := newAlarm(clock.New(), func() int64 { return 0 }, true, backup)
 	defer a.close()
 	require.NotNil(t, a.wk, "this system gives a timerfd")
-	start := time.Now()
 	a.set(int64(time.Millisecond), time.Millisecond)
-	assert.True(t, a.timerOn, "runtime timer set")
-	assert.True(t, a.wkOn, "wakeup set")
-	select {
-	case <-a.wakeupC():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the wakeup did not go off")
+	assert.True(t, a.wkOn, "wakeup armed")
+	assert.True(t, a.deadlineOn, "deadline set")
+	a.wait(nil)
+	assert.False(t, a.wkOn, "the wakeup went off")
+	assert.True(t, a.deadlineOn, "the deadline is still set")
+	t0 := time.Now()
+	a.wait(nil) // nothing armed now: the deadline ends it
+	assert.False(t, a.deadlineOn, "the deadline passed")
+	assert.Less(t, time.Since(t0), 10*time.Second)
+}
+
+// Kicks are never lost: a timer that makes a new earliest bucket, and a
+// Sync, wake a driver that sleeps until a bucket an hour away, however
+// they race with the driver setting its alarm (which replaces a poke of
+// the timerfd made just before). A lost kick would leave a timer waiting
+// for the hour.
+func TestKicksAreNeverLost(t *testing.T) {
+	w, err := New()
+	require.NoError(t, err)
+	w.Start()
+	defer w.Stop()
+	w.AfterFunc(time.Hour, func() {})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			for i := range 500 {
+				if i%10 == 0 {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					assert.NoError(t, w.Sync(ctx), "Sync was not served")
+					cancel()
+					continue
+				}
+				fired := make(chan struct{})
+				w.AfterFunc(time.Duration(r.Int64N(int64(300*time.Microsecond))), func() { close(fired) })
+				select {
+				case <-fired:
+				case <-time.After(5 * time.Second):
+					t.Error("a timer due within 300µs did not fire within 5s: a kick was lost")
+					return
+				}
+			}
+		}()
 	}
-	select {
-	case <-a.timerC():
-		a.timerFired()
-	case <-time.After(10 * time.Second):
-		t.Fatal("the runtime timer did not go off")
-	}
-	assert.GreaterOrEqual(t, time.Since(start), time.Millisecond+backup, "the timer goes off the backup interval after the wakeup")
-	assert.False(t, a.timerOn)
+	wg.Wait()
 }

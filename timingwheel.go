@@ -85,13 +85,18 @@ type TimingWheel struct {
 	due    bucket // timers already due when armed
 	queue  *delayQueue
 
-	life     sync.Mutex
-	started  bool
-	begun    atomic.Bool // started, for readers without life
-	stopped  atomic.Bool
-	stopCh   chan struct{}
-	exited   chan struct{}
-	syncReqs chan syncRequest
+	life    sync.Mutex
+	started bool
+	begun   atomic.Bool // started, for readers without life
+	stopped atomic.Bool
+	exited  chan struct{}
+	// A kick wakes the driver: a signal on kicks, and a poke of its
+	// wakeup, if it waits on one (see kick).
+	kicks chan struct{}
+	wake  atomic.Pointer[wakeup]
+	// syncReqs are the Sync calls the driver has not taken yet.
+	syncMu   sync.Mutex
+	syncReqs []syncRequest
 	// handing is held by the driver from Start to its exit, except while
 	// it is inside a call of the executor; see executor.go.
 	handing  sync.Mutex
@@ -255,12 +260,11 @@ func newWheel(cfg config) (*TimingWheel, error) {
 		exec:      cfg.exec,
 		onPanic:   cfg.onPanic,
 		logger:    cfg.logger,
-		queue:     newDelayQueue(),
-		stopCh:    make(chan struct{}),
 		exited:    make(chan struct{}),
+		kicks:     make(chan struct{}, 1),
 		underway:  underway{idle: make(chan struct{})},
-		syncReqs:  make(chan syncRequest),
 	}
+	w.queue = newDelayQueue(w.kick)
 	w.start = w.clock.Now()
 	w.due.exp.Store(noExpiration)
 	w.due.lanes = newBuckets(1, lanes, 0)[0].lanes
@@ -316,7 +320,7 @@ func (w *TimingWheel) Stop() {
 	w.life.Lock()
 	if !w.stopped.Load() {
 		w.stopped.Store(true)
-		close(w.stopCh)
+		w.kick()
 		if !w.started {
 			close(w.exited)
 		}
@@ -491,13 +495,10 @@ func (w *TimingWheel) Sync(ctx context.Context) error {
 		return ErrNotStarted
 	}
 	r := syncRequest{upTo: w.now(), done: make(chan struct{})}
-	select {
-	case w.syncReqs <- r:
-	case <-w.exited:
-		return ErrStopped
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	w.syncMu.Lock()
+	w.syncReqs = append(w.syncReqs, r)
+	w.syncMu.Unlock()
+	w.kick()
 	select {
 	case <-r.done:
 		return nil

@@ -6,14 +6,15 @@ import (
 )
 
 // The driver is one goroutine per started wheel. Each pass of its loop
-// reads the clock once, then takes every bucket due by that instant from
-// the delay queue, earliest first, and expires it: a level-0 or the due
-// bucket fires its timers due by then; a coarse bucket cascades its
-// timers to finer buckets, which are due later, or fires those already
-// due. Every timer due at the instant fires in the pass, however far the
-// clock jumped. It then releases the Sync calls the pass served and sleeps
-// until the earliest bucket is due, a new bucket becomes the earliest, a
-// Sync comes, or the wheel stops.
+// reads the clock, then takes every bucket due by that instant from the
+// delay queue, earliest first, and expires it: a level-0 or the due
+// bucket fires its timers due by then (or by a later reading of the
+// clock); a coarse bucket cascades its timers to finer buckets, which are
+// due later, or fires those already due. Every timer due at the instant
+// fires in the pass, however far the clock jumped. It then releases the
+// Sync calls the pass served and sleeps (sleep.go) until the earliest
+// bucket is due or it is kicked: for a new earliest bucket, a Sync, or
+// Stop.
 
 // flushBatch is how many timers the driver looks at per hold of a lane's
 // lock; it hands their tasks over between holds.

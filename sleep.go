@@ -116,9 +116,9 @@ func (a *alarm) stopTimer() {
 func (a *alarm) wait(kicks <-chan struct{}) {
 	if a.wk != nil {
 		if a.wk.wait() {
-			a.wkOn = false // it went off, or a poke replaced its setting
+			a.wkOn = false // it went off
 		} else {
-			a.wk.setDeadline(0) // passed: a wait would return at once
+			a.wk.setDeadline(0) // passed, or poked: a wait would return at once
 			a.deadlineOn = false
 		}
 		return

@@ -19,9 +19,9 @@ import (
 //
 // A wakeup is one such timerfd, which the driver reads itself: it arms the
 // fd for the instant its next bucket is due and waits on it. Whatever else
-// must wake the driver (a new earliest bucket, Sync, Stop) pokes the fd to
-// expire at once. A read deadline a little after the instant is the
-// backstop for a busy program: the runtime looks at the fd only when a P
+// must wake the driver (a new earliest bucket, Sync, Stop) pokes it, by
+// moving the fd's read deadline into the past. A read deadline a little
+// after the instant is also the backstop for a busy program: the runtime looks at the fd only when a P
 // has nothing else to run (or every 10ms), but checks the deadline's timer
 // each time it schedules. Each wheel on the real clock owns one from
 // Start to Stop: one file descriptor.
@@ -68,19 +68,22 @@ func newWakeup() *wakeup {
 }
 
 // arm sets the timerfd to expire once, d from now (d > 0), replacing any
-// earlier setting, including a poke not read yet.
+// earlier setting.
 func (wk *wakeup) arm(d time.Duration) {
 	var spec struct{ interval, value syscall.Timespec }
 	spec.value = syscall.NsecToTimespec(int64(max(d, 1)))
-	// Control keeps the fd open meanwhile: a poke may race with close.
 	_ = wk.rc.Control(func(fd uintptr) {
 		_, _, _ = syscall.RawSyscall6(syscall.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
 	})
 }
 
-// poke makes the fd expire at once, waking the driver if it waits. Safe
-// from any goroutine, also after close.
-func (wk *wakeup) poke() { wk.arm(1) }
+// poke ends a wait at once, or the next one if none is under way, by
+// moving the read deadline into the past: the runtime then readies the
+// waiting goroutine itself, with no system call. Safe from any goroutine,
+// also after close.
+func (wk *wakeup) poke() { _ = wk.f.SetReadDeadline(longAgo) }
+
+var longAgo = time.Unix(1, 0)
 
 // setDeadline makes wait return d from now at the latest; d 0 takes the
 // deadline away.
@@ -92,8 +95,9 @@ func (wk *wakeup) setDeadline(d time.Duration) {
 	_ = wk.f.SetReadDeadline(at)
 }
 
-// wait blocks until the fd expires (it reports true) or the deadline
-// passes (false); an expiry already pending returns at once.
+// wait blocks until the fd expires (it reports true), or the deadline
+// passes or a poke comes (false); an expiry or a poke already pending
+// returns at once.
 func (wk *wakeup) wait() (expired bool) {
 	err := wk.rc.Read(wk.readOnce)
 	return !errors.Is(err, os.ErrDeadlineExceeded)

@@ -47,19 +47,21 @@ func TestWakeupSignalsNoSoonerThanArmed(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(t0), time.Millisecond)
 }
 
-// A poke, from any goroutine, makes a wait return at once, whatever the fd
-// was armed for; the read deadline is the backstop when nothing expires.
+// A poke, from any goroutine, ends a wait at once, whatever the fd was
+// armed for; the read deadline is the backstop when nothing expires.
 func TestWakeupPokeAndDeadline(t *testing.T) {
 	wk := newWakeup()
 	require.NotNil(t, wk)
 	defer wk.close()
 	wk.arm(time.Hour)
 	wk.setDeadline(10 * time.Second)
+	t0 := time.Now()
 	go wk.poke()
-	require.True(t, wk.wait(), "the poke did not wake the wait")
+	assert.False(t, wk.wait(), "a poke, not an expiry, ended the wait")
+	assert.Less(t, time.Since(t0), 5*time.Second, "the poke ended the wait, not the deadline")
 
 	wk.arm(time.Hour)
-	t0 := time.Now()
+	t0 = time.Now()
 	wk.setDeadline(5 * time.Millisecond)
 	assert.False(t, wk.wait(), "the deadline, not an expiry, ended the wait")
 	assert.GreaterOrEqual(t, time.Since(t0), 5*time.Millisecond)

@@ -380,11 +380,11 @@ func (q *Queue) revokeIfHeld(id string, held *Delivery) {
 }
 
 // release gives back to the store a message claimed ahead and not handed
-// out, pending at its due time again. Its attempt stays counted: a store
-// has no way to take one back, so it is not counted towards death here.
+// out, pending at its due time again (Store.Release). Its attempt stays
+// counted: a store has no way to take one back.
 func (q *Queue) release(d *Delivery) {
 	after := max(d.dueAt.Sub(q.clock.Now()), 0)
-	if _, err := q.store.Retry(context.Background(), d.ID, d.token, after, math.MaxInt, ""); err != nil &&
+	if err := q.store.Release(context.Background(), d.ID, d.token, after); err != nil &&
 		!errors.Is(err, ErrLeaseLost) {
 		q.log.Warn("durable: giving back a message claimed ahead failed; its lease will expire", "id", d.ID, "err", err)
 	}
@@ -646,7 +646,7 @@ func (q *Queue) reapLoop() {
 func (q *Queue) reapExpired(ctx context.Context) error {
 	p := RetryPolicy{MaxAttempts: q.cfg.maxAttempts, Backoff: q.cfg.backoff}
 	for {
-		r, err := q.store.Reap(ctx, reapBatch, p)
+		r, err := Reap(ctx, q.store, reapBatch, p)
 		if err != nil {
 			return err
 		}
@@ -658,7 +658,7 @@ func (q *Queue) reapExpired(ctx context.Context) error {
 			q.observe(Event{Kind: EventDead, N: r.Dead})
 		}
 		q.schedule(r.Now, r.NextDue, r.NextDeadline, 0)
-		if r.Returned+r.Dead < reapBatch {
+		if r.Returned+r.Dead < reapBatch || r.NextDeadline.IsZero() || r.NextDeadline.After(r.Now) {
 			return nil
 		}
 	}

@@ -152,7 +152,7 @@ func TestPanickingBackoffFailsOnlyTheReap(t *testing.T) {
 	_, err = s.Claim(ctx, 1, 0, time.Second, 0)
 	require.NoError(t, err)
 	mock.Add(time.Minute)
-	_, err = s.Reap(ctx, 10, RetryPolicy{MaxAttempts: 10, Backoff: func(int) time.Duration { panic("boom") }})
+	_, err = Reap(ctx, s, 10, RetryPolicy{MaxAttempts: 10, Backoff: func(int) time.Duration { panic("boom") }})
 	require.ErrorContains(t, err, "back-off function panicked")
 	require.NotErrorIs(t, err, ErrCorrupt)
 	require.NoError(t, s.Enqueue(ctx, []Message{{ID: "n"}}), "the store works on")

@@ -21,9 +21,7 @@ func killAll(t *testing.T, s *BoltStore, ids ...string) {
 		c, err := s.Claim(ctx, 1, 0, time.Minute, 0)
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
-		dead, err := s.Retry(ctx, id, c.Leases[0].Token, 0, 1, "")
-		require.NoError(t, err)
-		require.True(t, dead)
+		require.NoError(t, s.Retry(ctx, id, c.Leases[0].Token, RetryParams{Dead: true}))
 	}
 }
 
@@ -66,12 +64,11 @@ func TestBoltDeadLetterRetentionByAge(t *testing.T) {
 	mock.Add(30 * time.Minute)
 	killAll(t, s, "mid")
 	mock.Add(31 * time.Minute)
-	_, err := s.Reap(context.Background(), 10, RetryPolicy{MaxAttempts: 1})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"mid"}, deadLetterIDs(t, s), "a reap trims the dead letters of more than an hour ago")
+	killAll(t, s, "new")
+	assert.Equal(t, []string{"mid", "new"}, deadLetterIDs(t, s), "a death trims the dead letters of more than an hour ago")
 	st, err := s.Stats(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, 1, st.Dead)
+	assert.Equal(t, 2, st.Dead)
 }
 
 func TestBoltDeadLetterRetentionBoundsABurst(t *testing.T) {
@@ -87,7 +84,7 @@ func TestBoltDeadLetterRetentionBoundsABurst(t *testing.T) {
 	require.Len(t, c.Leases, 300)
 	mock.Add(time.Second)
 	for range 4 {
-		_, err := s.Reap(ctx, reapBatch, RetryPolicy{MaxAttempts: 1})
+		_, err := Reap(ctx, s, reapBatch, RetryPolicy{MaxAttempts: 1})
 		require.NoError(t, err)
 	}
 	st, err := s.Stats(ctx)

@@ -74,7 +74,7 @@ type Store interface {
 	// nil if token is the current lease of id and no Enqueue or Cancel
 	// took the message back, and from then on Cancel answers ErrInFlight.
 	// Otherwise it returns ErrLeaseLost and changes nothing: the message
-	// was replaced, cancelled, released (Retry) or reaped, and the holder
+	// was replaced, cancelled, released (Release, Retry) or reaped, and the holder
 	// must not hand it out. Exactly one of a Confirm and a concurrent
 	// Enqueue or Cancel of the same message wins. Confirm of a lease that
 	// was not claimed ahead, or was confirmed already, returns nil while
@@ -88,26 +88,38 @@ type Store interface {
 	Ack(ctx context.Context, id string, token uint64) error
 
 	// Retry ends the lease token of the in-flight message id because the
-	// attempt failed: the message is pending again, due after the given
-	// delay from the store's now, or dead if its attempt number is
-	// maxAttempts or more. errText, the failed attempt's error text, is
-	// kept as the message's LastError (cut with TruncateErrorText); an
-	// empty errText keeps the LastError it had. It reports whether the
-	// message died, and returns ErrLeaseLost, changing nothing, if token
-	// is not the current lease of id.
-	Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int, errText string) (dead bool, err error)
+	// attempt failed, as p says: the message dies if p.Dead, and is
+	// otherwise pending again, due p.After from the store's now. p.Error,
+	// if not empty, becomes the message's LastError, as given (the Queue
+	// cuts it with TruncateErrorText first); an empty one keeps the
+	// LastError it had. With p.Expired, the lease must also have expired
+	// on the store's clock (its deadline at or before now). Retry returns
+	// ErrLeaseLost, changing nothing, if token is not the current lease of
+	// id or, with p.Expired, the lease has not expired (it was extended).
+	// The store decides nothing here: whether the message dies, when it is
+	// due and its error text come from the Queue (WithMaxAttempts,
+	// WithBackoff).
+	Retry(ctx context.Context, id string, token uint64, p RetryParams) error
+
+	// Release gives back the lease token of the in-flight message id,
+	// unhandled: the message is pending again, due after from the store's
+	// now, with its attempt number and LastError as they are (the claim
+	// that took it stays counted, see Info.Attempt: a store cannot take an
+	// attempt back). It never dies. It returns ErrLeaseLost, changing
+	// nothing, if token is not the current lease of id. A Queue releases
+	// what it claimed ahead or held and did not hand out when it closes.
+	Release(ctx context.Context, id string, token uint64, after time.Duration) error
 
 	// Extend moves the deadline of the lease token on id to by from the
 	// store's now, or returns ErrLeaseLost, changing nothing, if token is
 	// not the current lease of id.
 	Extend(ctx context.Context, id string, token uint64, by time.Duration) error
 
-	// Reap ends up to limit leases whose deadline has passed, earliest
-	// first, as Retry does with the policy's back-off: a message whose
-	// attempt number is p.MaxAttempts or more dies, the others are pending
-	// again after p.Backoff(attempt). Their LastError becomes
-	// LeaseExpired.
-	Reap(ctx context.Context, limit int, p RetryPolicy) (Reaped, error)
+	// Expired returns up to limit (0 or more) leases whose deadline has
+	// passed on the store's clock, earliest deadline first, and changes
+	// nothing. The Queue ends each (see Reap) with a Retry with
+	// RetryParams.Expired, so that a lease extended meanwhile is kept.
+	Expired(ctx context.Context, limit int) (ExpiredLeases, error)
 
 	// Get returns what the store holds under id, or an error wrapping
 	// ErrNotFound.
@@ -162,7 +174,8 @@ type Lease struct {
 	Message
 	// Attempt is 1 on the first delivery of the message, 2 on the second.
 	Attempt int
-	// Token is the fencing token of this lease, for Ack, Retry and Extend.
+	// Token is the fencing token of this lease, for Ack, Retry, Release
+	// and Extend.
 	Token uint64
 	// Deadline is when the lease expires, and Ready when the message may
 	// be handed out (its due time, or the claim's now if later), both on
@@ -195,6 +208,45 @@ type Claimed struct {
 	DueSoon int
 }
 
+// RetryParams says how Retry ends a lease: every rule (death, back-off,
+// the error text's length) is the Queue's, and the store applies them.
+type RetryParams struct {
+	// After is the delay, from the store's now, after which the message
+	// is due again. Zero or less: at once. Ignored if Dead.
+	After time.Duration
+	// Dead makes the message dead instead of pending (its last attempt
+	// failed, see WithMaxAttempts).
+	Dead bool
+	// Error, if not empty, becomes the message's LastError, as it is.
+	Error string
+	// Expired asks Retry to end the lease only if its deadline has passed
+	// on the store's clock, and to return ErrLeaseLost otherwise: a reap
+	// (see Expired) must not end a lease that was extended since it read
+	// it.
+	Expired bool
+}
+
+// ExpiredLeases is what Expired returns.
+type ExpiredLeases struct {
+	// Leases are the leases whose deadline has passed, earliest deadline
+	// first.
+	Leases []ExpiredLease
+	// Now, NextDue and NextDeadline are as in Claimed (NextDeadline is the
+	// first lease's if there is one).
+	Now, NextDue, NextDeadline time.Time
+}
+
+// ExpiredLease is one lease that Expired returns.
+type ExpiredLease struct {
+	ID string
+	// Token is the lease's fencing token, and Attempt the message's
+	// attempt number (1 or more) with this lease.
+	Token   uint64
+	Attempt int
+	// Deadline is when the lease expired, on the store's clock.
+	Deadline time.Time
+}
+
 // Reaped is what Reap returns.
 type Reaped struct {
 	// Returned counts the messages made pending again and Dead those that
@@ -216,8 +268,8 @@ type RetryPolicy struct {
 // Delay is the back-off of a message whose attempt number attempt (1 or
 // more) failed: p.Backoff(attempt), or 0 if p.Backoff is nil. A panic in
 // Backoff, which is the user's code, comes back as an error, so that it
-// fails the Reap that called it and not the store. A Store's Reap calls it
-// for each message it makes pending again, and not for one that dies.
+// fails the Reap that called it and not the store. Reap calls it for each
+// message it makes pending again, and not for one that dies.
 func (p RetryPolicy) Delay(attempt int) (d time.Duration, err error) {
 	if p.Backoff == nil {
 		return 0, nil

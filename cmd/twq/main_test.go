@@ -91,9 +91,7 @@ func seed(t *testing.T, s durable.Store) time.Time {
 	require.Len(t, c.Leases, 2, "f1 and d1 are due")
 	for _, l := range c.Leases {
 		if l.ID == "d1" {
-			dead, err := s.Retry(ctx, l.ID, l.Token, 0, 1, "card declined")
-			require.NoError(t, err)
-			require.True(t, dead)
+			require.NoError(t, s.Retry(ctx, l.ID, l.Token, durable.RetryParams{Dead: true, Error: "card declined"}))
 		}
 	}
 	st, err := s.Stats(ctx)

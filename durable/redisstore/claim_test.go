@@ -130,10 +130,10 @@ func TestClaimWithAFailedShardComesBackSoon(t *testing.T) {
 	assert.True(t, cl.NextDue.After(cl.Now))
 
 	// The same for Reap: shard 1 fails, shard 0 has nothing to reap.
-	_, err = s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 5})
+	_, err = durable.Reap(ctx, s, 10, durable.RetryPolicy{MaxAttempts: 5})
 	require.NoError(t, err)
-	c.AddHook(failScript(s, reapScript, 1, func(int64) bool { return true }))
-	_, err = s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 5})
+	c.AddHook(failScript(s, expiredScript, 1, func(int64) bool { return true }))
+	_, err = durable.Reap(ctx, s, 10, durable.RetryPolicy{MaxAttempts: 5})
 	require.ErrorContains(t, err, "injected")
 }
 
@@ -150,7 +150,7 @@ func TestReapBackoffPanicIsAnError(t *testing.T) {
 
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 	waitClaim(t, s, 0, 1) // a lease that expires at once
-	_, err = s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 5, Backoff: boom})
+	_, err = durable.Reap(ctx, s, 10, durable.RetryPolicy{MaxAttempts: 5, Backoff: boom})
 	require.ErrorContains(t, err, "panicked for attempt 1: boom")
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
@@ -159,7 +159,7 @@ func TestReapBackoffPanicIsAnError(t *testing.T) {
 	_, err = durable.New(s, durable.WithBackoff(boom))
 	require.ErrorContains(t, err, "panicked")
 
-	r, err := s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 5, Backoff: func(int) time.Duration { return time.Hour }})
+	r, err := durable.Reap(ctx, s, 10, durable.RetryPolicy{MaxAttempts: 5, Backoff: func(int) time.Duration { return time.Hour }})
 	require.NoError(t, err)
 	assert.Equal(t, 1, r.Returned)
 	assert.WithinDuration(t, r.Now.Add(time.Hour), r.NextDue, time.Second)
@@ -177,7 +177,7 @@ func TestReapCallsBackoffOncePerExpiredLease(t *testing.T) {
 	}
 	p := durable.RetryPolicy{MaxAttempts: 100, Backoff: backoff}
 
-	r, err := s.Reap(ctx, 10, p)
+	r, err := durable.Reap(ctx, s, 10, p)
 	require.NoError(t, err)
 	assert.Zero(t, r.Returned+r.Dead)
 	assert.Empty(t, asked, "nothing in flight")
@@ -186,7 +186,7 @@ func TestReapCallsBackoffOncePerExpiredLease(t *testing.T) {
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("old", time.Time{})}))
 	for range 69 {
 		waitClaim(t, s, 0, 1)
-		r, err := s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 100})
+		r, err := durable.Reap(ctx, s, 10, durable.RetryPolicy{MaxAttempts: 100})
 		require.NoError(t, err)
 		require.Equal(t, 1, r.Returned)
 	}
@@ -194,7 +194,7 @@ func TestReapCallsBackoffOncePerExpiredLease(t *testing.T) {
 	ls := waitClaim(t, s, time.Hour, 4)
 	require.Equal(t, []string{"old", "x", "y", "z"}, ids(ls))
 	assert.Equal(t, 70, ls[0].Attempt)
-	r, err = s.Reap(ctx, 10, p)
+	r, err = durable.Reap(ctx, s, 10, p)
 	require.NoError(t, err)
 	assert.Zero(t, r.Returned+r.Dead)
 	assert.Empty(t, asked, "leases in flight, none expired")
@@ -202,7 +202,7 @@ func TestReapCallsBackoffOncePerExpiredLease(t *testing.T) {
 	for _, l := range ls {
 		require.NoError(t, s.Extend(ctx, l.ID, l.Token, 0))
 	}
-	r, err = s.Reap(ctx, 10, p)
+	r, err = durable.Reap(ctx, s, 10, p)
 	require.NoError(t, err)
 	assert.Equal(t, 4, r.Returned)
 	assert.Equal(t, []int{70, 1, 1, 1}, asked, "one call per lease, in order, with its attempt")

@@ -46,6 +46,7 @@ var shardedDeviations = map[string]string{
 	"Claim/EqualDueKeepsWriteOrder":               "with shards, equal due times keep the order of the writes within a shard only (WithShards)",
 	"Claim/HeldHandsOutTheEarliestLimitMinusHeld": "with shards, a Claim may hand out fewer than limit-held (Claim)",
 	"Reap/EarliestDeadlineFirst":                  "with shards, Reap is earliest first within a shard only",
+	"Expired/ReadsOnlyEarliestFirst":              "with shards, Expired is earliest first within a shard only",
 	"List/EqualTimesInWriteOrder":                 "with shards, List keeps the order of equal times within a shard only (Store.List)",
 }
 

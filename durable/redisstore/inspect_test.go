@@ -51,9 +51,8 @@ func TestMessagesOfTheFormerLayout(t *testing.T) {
 	cl, err := s.Claim(ctx, 1, 0, time.Minute, 0)
 	require.NoError(t, err)
 	require.Len(t, cl.Leases, 1)
-	dead, err := s.Retry(ctx, cl.Leases[0].ID, cl.Leases[0].Token, 0, 1, "failed once")
+	err = s.Retry(ctx, cl.Leases[0].ID, cl.Leases[0].Token, durable.RetryParams{Dead: true, Error: "failed once"})
 	require.NoError(t, err)
-	require.True(t, dead)
 	info, err := s.Get(ctx, "with-nonce")
 	require.NoError(t, err)
 	assert.Equal(t, durable.Dead, info.State)
@@ -132,7 +131,7 @@ func TestAckAndCancelDeleteTheErrorText(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, first.Leases, 2)
 	for _, l := range first.Leases {
-		_, err := s.Retry(ctx, l.ID, l.Token, 0, 10, "failed")
+		err := s.Retry(ctx, l.ID, l.Token, durable.RetryParams{Error: "failed"})
 		require.NoError(t, err)
 	}
 	assert.Equal(t, int64(2), hashLen(t, c, s, keyError))

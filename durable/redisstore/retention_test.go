@@ -22,9 +22,8 @@ func killAll(t *testing.T, s *Store, ids ...string) {
 		c, err := s.Claim(ctx, 1, 0, time.Minute, 0)
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
-		dead, err := s.Retry(ctx, id, c.Leases[0].Token, 0, 1, "killed")
+		err = s.Retry(ctx, id, c.Leases[0].Token, durable.RetryParams{Dead: true, Error: "killed"})
 		require.NoError(t, err)
-		require.True(t, dead)
 	}
 }
 
@@ -68,11 +67,8 @@ func TestDeadLetterRetentionByAge(t *testing.T) {
 	for redisNow(t, c).Before(past) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	_, err := s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 1})
-	require.NoError(t, err)
-	assert.Empty(t, deadIDs(t, s), "a reap trims the dead letters past the age")
 	killAll(t, s, "new")
-	assert.Equal(t, []string{"new"}, deadIDs(t, s))
+	assert.Equal(t, []string{"new"}, deadIDs(t, s), "a death trims the dead letters past the age")
 	assert.Equal(t, int64(1), hashLen(t, c, s, keyMeta))
 	assert.Equal(t, int64(1), hashLen(t, c, s, keyError))
 	assert.Equal(t, int64(1), hashLen(t, c, s, keyEnqueued))
@@ -90,7 +86,7 @@ func TestDeadLetterRetentionBoundsABurst(t *testing.T) {
 	require.Len(t, c.Leases, 300)
 	time.Sleep(5 * time.Millisecond) // past the leases' deadline
 	for {
-		r, err := s.Reap(ctx, MaxReap, durable.RetryPolicy{MaxAttempts: 1})
+		r, err := durable.Reap(ctx, s, MaxReap, durable.RetryPolicy{MaxAttempts: 1})
 		require.NoError(t, err)
 		if r.Dead == 0 {
 			break
@@ -99,7 +95,7 @@ func TestDeadLetterRetentionBoundsABurst(t *testing.T) {
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
 	assert.LessOrEqual(t, st.Dead, 10+100, "each reap trims up to 100")
-	_, err = s.Reap(ctx, MaxReap, durable.RetryPolicy{MaxAttempts: 1})
+	_, err = durable.Reap(ctx, s, MaxReap, durable.RetryPolicy{MaxAttempts: 1})
 	require.NoError(t, err)
 	st, err = s.Stats(ctx)
 	require.NoError(t, err)

@@ -90,9 +90,8 @@ func testShards(t *testing.T, a, b *Store, now time.Time) {
 			require.NoError(t, a.Ack(ctx, l.ID, l.Token))
 		case 1:
 			require.NoError(t, a.Extend(ctx, l.ID, l.Token, time.Hour))
-			dead, err := a.Retry(ctx, l.ID, l.Token, 0, 1, "")
+			err := a.Retry(ctx, l.ID, l.Token, durable.RetryParams{Dead: true})
 			require.NoError(t, err)
-			require.True(t, dead)
 		}
 	}
 	dl, err := b.DeadLetters(ctx, 1000)
@@ -112,7 +111,7 @@ func testShards(t *testing.T, a, b *Store, now time.Time) {
 	assert.False(t, ok)
 
 	// Reap with a limit below the shard count, then the rest.
-	r, err := b.Reap(ctx, 1, durable.RetryPolicy{MaxAttempts: 5})
+	r, err := durable.Reap(ctx, b, 1, durable.RetryPolicy{MaxAttempts: 5})
 	require.NoError(t, err)
 	assert.Zero(t, r.Returned+r.Dead, "the leases have a minute to go")
 	st, err = a.Stats(ctx)
@@ -132,10 +131,10 @@ func testShards(t *testing.T, a, b *Store, now time.Time) {
 			require.NoError(t, a.Extend(ctx, l.ID, l.Token, 0))
 		}
 	}
-	r, err = b.Reap(ctx, 7, durable.RetryPolicy{MaxAttempts: 5})
+	r, err = durable.Reap(ctx, b, 7, durable.RetryPolicy{MaxAttempts: 5})
 	require.NoError(t, err)
 	assert.Equal(t, 7, r.Returned, "a limit over all shards")
-	r, err = b.Reap(ctx, MaxReap, durable.RetryPolicy{MaxAttempts: 5})
+	r, err = durable.Reap(ctx, b, MaxReap, durable.RetryPolicy{MaxAttempts: 5})
 	require.NoError(t, err)
 	assert.Equal(t, count/3-7, r.Returned)
 	assert.True(t, r.NextDeadline.IsZero())

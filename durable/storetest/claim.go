@@ -136,7 +136,7 @@ var claimRules = []rule{
 
 		// Retries make messages pending in the order of the Retries.
 		for _, i := range []int{2, 0, 1} {
-			require.False(e.t, e.retry(ls[i], 0, 10, ""))
+			e.retry(ls[i], durable.RetryParams{})
 		}
 		require.Equal(e.t, []string{"w", "y", "x"}, ids(e.claimAll(time.Minute)), "the order of the Retries")
 	}},
@@ -290,7 +290,7 @@ var confirmRules = []rule{
 	}},
 	{"ReleasedFails", func(e *env) {
 		l := e.claimAhead("a", "v1")
-		require.False(e.t, e.retry(l, 0, 100, ""))
+		e.retry(l, durable.RetryParams{})
 		require.ErrorIs(e.t, e.s.Confirm(e.ctx, "a", l.Token), durable.ErrLeaseLost)
 		require.True(e.t, e.cancel("a"), "pending again")
 	}},

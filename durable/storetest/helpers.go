@@ -94,11 +94,20 @@ func (e *env) claimAll(lease time.Duration) []durable.Lease {
 	}
 }
 
-func (e *env) retry(l durable.Lease, after time.Duration, maxAttempts int, errText string) bool {
+func (e *env) retry(l durable.Lease, p durable.RetryParams) {
 	e.t.Helper()
-	dead, err := e.tryRetry(l, after, maxAttempts, errText)
+	require.NoError(e.t, e.tryRetry(l, p))
+}
+
+func (e *env) expired(limit int) durable.ExpiredLeases {
+	e.t.Helper()
+	var (
+		x   durable.ExpiredLeases
+		err error
+	)
+	e.around(func() { x, err = e.s.Expired(e.ctx, limit) })
 	require.NoError(e.t, err)
-	return dead
+	return x
 }
 
 func (e *env) reap(limit int, p durable.RetryPolicy) durable.Reaped {
@@ -118,7 +127,7 @@ func (e *env) kill(id string) {
 	e.t.Helper()
 	e.enqueue(msg(id, e.past()))
 	l := e.claimOne(id, time.Minute)
-	require.True(e.t, e.retry(l, 0, 1, "killed"), "the last attempt failed: dead")
+	e.retry(l, durable.RetryParams{Dead: true, Error: "killed"})
 }
 
 func (e *env) get(id string) durable.Info {
@@ -168,8 +177,8 @@ func (e *env) requireLost(l durable.Lease, why string) {
 	before, getErr := e.s.Get(e.ctx, l.ID)
 	require.ErrorIs(e.t, e.s.Confirm(e.ctx, l.ID, l.Token), durable.ErrLeaseLost, "Confirm %s", why)
 	require.ErrorIs(e.t, e.s.Extend(e.ctx, l.ID, l.Token, time.Hour), durable.ErrLeaseLost, "Extend %s", why)
-	_, err := e.tryRetry(l, 0, 1, "lost")
-	require.ErrorIs(e.t, err, durable.ErrLeaseLost, "Retry %s", why)
+	require.ErrorIs(e.t, e.tryRetry(l, durable.RetryParams{Dead: true, Error: "lost"}), durable.ErrLeaseLost, "Retry %s", why)
+	require.ErrorIs(e.t, e.s.Release(e.ctx, l.ID, l.Token, 0), durable.ErrLeaseLost, "Release %s", why)
 	require.ErrorIs(e.t, e.s.Ack(e.ctx, l.ID, l.Token), durable.ErrLeaseLost, "Ack %s", why)
 	after, getErr2 := e.s.Get(e.ctx, l.ID)
 	require.Equal(e.t, getErr == nil, getErr2 == nil)

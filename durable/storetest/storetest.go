@@ -88,7 +88,9 @@ var rules = []group{
 	{"Confirm", confirmRules},
 	{"Lease", leaseRules},
 	{"Retry", retryRules},
+	{"Release", releaseRules},
 	{"Extend", extendRules},
+	{"Expired", expiredRules},
 	{"Reap", reapRules},
 	{"DeadLetters", deadLetterRules},
 	{"Requeue", requeueRules},
@@ -190,8 +192,8 @@ func (e *env) waitPast(at time.Time) {
 	}
 }
 
-// The calls to the store whose parameters are about to change (Claim,
-// Retry and Reap) are made here and nowhere else.
+// The calls to the store whose parameters are about to change (Claim and
+// Retry, and the reap) are made here and nowhere else.
 
 // claimArgs are the parameters of a Claim.
 type claimArgs struct {
@@ -205,11 +207,12 @@ func (e *env) tryClaim(a claimArgs) (durable.Claimed, error) {
 }
 
 // tryRetry calls Retry.
-func (e *env) tryRetry(l durable.Lease, after time.Duration, maxAttempts int, errText string) (bool, error) {
-	return e.s.Retry(e.ctx, l.ID, l.Token, after, maxAttempts, errText)
+func (e *env) tryRetry(l durable.Lease, p durable.RetryParams) error {
+	return e.s.Retry(e.ctx, l.ID, l.Token, p)
 }
 
-// tryReap calls Reap.
+// tryReap reaps as a Queue does (durable.Reap: Expired, then a fenced
+// Retry for each lease).
 func (e *env) tryReap(limit int, p durable.RetryPolicy) (durable.Reaped, error) {
-	return e.s.Reap(e.ctx, limit, p)
+	return durable.Reap(e.ctx, e.s, limit, p)
 }

@@ -396,7 +396,8 @@ func (s *BoltStore) Cancel(ctx context.Context, id string) (found bool, err erro
 }
 
 // Claim implements Store.
-func (s *BoltStore) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (c Claimed, err error) {
+func (s *BoltStore) Claim(ctx context.Context, p ClaimParams) (c Claimed, err error) {
+	limit, held, lease, ahead := p.Limit, p.Held, p.Lease, p.Ahead
 	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
 		c = Claimed{} // fn may run twice (see runBatch)
 		now := s.now()

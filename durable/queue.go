@@ -249,7 +249,7 @@ func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Del
 			return nil, err
 		}
 		n, held := want()
-		c, err := q.store.Claim(ctx, n, held, q.cfg.visibility, q.cfg.claimAhead)
+		c, err := q.store.Claim(ctx, ClaimParams{Limit: n, Held: held, Lease: q.cfg.visibility, Ahead: q.cfg.claimAhead})
 		q.claimDone()
 		if err == nil {
 			failures, lastErr = 0, nil

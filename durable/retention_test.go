@@ -18,7 +18,7 @@ func killAll(t *testing.T, s *BoltStore, ids ...string) {
 	ctx := context.Background()
 	for _, id := range ids {
 		require.NoError(t, s.Enqueue(ctx, []Message{{ID: id}}))
-		c, err := s.Claim(ctx, 1, 0, time.Minute, 0)
+		c, err := s.Claim(ctx, ClaimParams{Limit: 1, Lease: time.Minute})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
 		require.NoError(t, s.Retry(ctx, id, c.Leases[0].Token, RetryParams{Dead: true}))
@@ -79,7 +79,7 @@ func TestBoltDeadLetterRetentionBoundsABurst(t *testing.T) {
 		msgs = append(msgs, Message{ID: fmt.Sprintf("m%03d", i)})
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	c, err := s.Claim(ctx, 300, 0, time.Second, 0)
+	c, err := s.Claim(ctx, ClaimParams{Limit: 300, Lease: time.Second})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 300)
 	mock.Add(time.Second)

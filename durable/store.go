@@ -41,7 +41,11 @@ type Store interface {
 	// the old payload is never delivered again, a lease on it is lost, and
 	// its attempt count starts again at zero, its LastError is cleared,
 	// and its EnqueuedAt is kept (see Info). Either all of msgs are
-	// written or none is. Equal due times keep the order of msgs.
+	// written or none is. Equal due times keep the order of msgs. Two
+	// messages of one ID in msgs are written as two calls would write
+	// them, in order: the later wins. (Queue.Enqueue writes one message a
+	// call; a Queue that takes batches may refuse such a batch before it
+	// reaches the store.)
 	Enqueue(ctx context.Context, msgs []Message) error
 
 	// Cancel deletes the pending or dead message id, or the in-flight one
@@ -51,24 +55,26 @@ type Store interface {
 	// flight and handed out.
 	Cancel(ctx context.Context, id string) (bool, error)
 
-	// Claim leases up to limit pending messages due by now+ahead,
+	// Claim leases up to p.Limit pending messages due by now+p.Ahead,
 	// earliest first: for each one, it adds one to its attempt number,
 	// gives it a new fencing token, greater than any it had, and makes it
-	// in flight until lease after its due time or now, whichever is later.
-	// A Queue claims a little ahead (see
-	// Receive) so that no write stands between a due time and its
-	// delivery; it hands a message out at its due time, never before.
+	// in flight until p.Lease after its due time or now, whichever is
+	// later. A Queue claims a little ahead (see Receive) so that no write
+	// stands between a due time and its delivery; it hands a message out
+	// at its due time, never before.
 	//
 	// A message whose due time is after the store's now is claimed ahead
 	// (Lease.Ahead): its lease is not handed out until Confirm says so, and
 	// an Enqueue or Cancel of its ID before that takes it back. A message
 	// due by now is handed out by the Claim itself, except that at most
-	// limit-held are: held (0 or more) asks for the rest to be claimed as
-	// if ahead, for a caller that takes more than it hands out at once (a
-	// Queue's Run, which keeps a few messages for the workers that will be
-	// free soon): they too wait for Confirm, and an Enqueue or Cancel
-	// before it takes them back.
-	Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (Claimed, error)
+	// p.Limit-p.Held are: p.Held (0 or more) asks for the rest to be
+	// claimed as if ahead, for a caller that takes more than it hands out
+	// at once (a Queue's Run, which keeps a few messages for the workers
+	// that will be free soon): they too wait for Confirm, and an Enqueue
+	// or Cancel before it takes them back. How many to claim, to hold and
+	// for how long are the Queue's decisions (WithVisibilityTimeout, Run's
+	// workers); the store applies them.
+	Claim(ctx context.Context, p ClaimParams) (Claimed, error)
 
 	// Confirm hands out the lease token on id, claimed ahead: it returns
 	// nil if token is the current lease of id and no Enqueue or Cancel
@@ -190,7 +196,24 @@ type Lease struct {
 	LastError string
 }
 
-// Claimed is what Claim returns.
+// ClaimParams are the parameters of Claim, all decided by the Queue.
+type ClaimParams struct {
+	// Limit is the most messages to lease (0 or more), and Held how many
+	// of them, at least, are not handed out by the Claim (see Claim).
+	Limit, Held int
+	// Lease is how long a lease lasts after its due time or the claim's
+	// now, whichever is later, and Ahead how far after now a message may
+	// be due and still be claimed (ahead).
+	Lease, Ahead time.Duration
+}
+
+// Claimed is what Claim returns. Leases and Now are required. NextDue and
+// NextDeadline are scheduling hints that a store must not give later than
+// they are: the Queue arms its timers with them, so a zero (none) or late
+// one while a message is pending or in flight delays that message until
+// another call (an Enqueue in this process, a Notifier's wake-up, a later
+// claim or reap) tells the truth; an early one only costs a claim or
+// Expired call that finds nothing. DueSoon is optional (see below).
 type Claimed struct {
 	// Leases are the messages claimed, earliest due first.
 	Leases []Lease
@@ -198,13 +221,15 @@ type Claimed struct {
 	Now time.Time
 	// NextDue is the due time of the earliest message still pending, and
 	// NextDeadline the earliest deadline of a lease in flight (including
-	// the ones just made), each the zero time if there is none.
+	// the ones just made), each the zero time if there is none. A store
+	// that cannot tell exactly may give an earlier time (Now, at worst).
 	NextDue, NextDeadline time.Time
 	// DueSoon counts the messages still pending that are due by the
 	// claim's horizon (its now plus ahead), or at least up to a cap of the
 	// store's choosing: how many more receivers a queue wakes to claim
-	// them. Zero means none, or that the store does not count: a queue
-	// then wakes one receiver if NextDue is within the horizon.
+	// them. It is optional: zero means none, or that the store does not
+	// count, and a queue then wakes one receiver if NextDue is within the
+	// horizon (which claims again, and so on).
 	DueSoon int
 }
 

@@ -21,8 +21,8 @@ type clockStepStore struct {
 	once sync.Once
 }
 
-func (s *clockStepStore) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (Claimed, error) {
-	c, err := s.BoltStore.Claim(ctx, limit, held, lease, ahead)
+func (s *clockStepStore) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
+	c, err := s.BoltStore.Claim(ctx, p)
 	s.once.Do(func() { s.mock.Add(s.step) })
 	return c, err
 }

@@ -86,7 +86,7 @@ func seed(t *testing.T, s durable.Store) time.Time {
 		{ID: "f1", Payload: []byte("in flight")},
 		{ID: "d1", Payload: []byte("dead one")},
 	}))
-	c, err := s.Claim(ctx, 10, 0, time.Hour, 0)
+	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 2, "f1 and d1 are due")
 	for _, l := range c.Leases {

@@ -204,17 +204,17 @@ func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
 }
 
 // Claim implements durable.Store.
-func (s *Store) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (durable.Claimed, error) {
+func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claimed, error) {
 	if err := s.lock(); err != nil {
 		return durable.Claimed{}, err
 	}
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	horizon := now.Add(max(ahead, 0))
-	handOut := limit - max(held, 0) // how many due by now the claim may hand out
+	horizon := now.Add(max(p.Ahead, 0))
+	handOut := p.Limit - max(p.Held, 0) // how many due by now the claim may hand out
 	var c durable.Claimed
 	for _, m := range s.sorted(durable.Pending) {
-		if len(c.Leases) >= limit || m.at.After(horizon) {
+		if len(c.Leases) >= p.Limit || m.at.After(horizon) {
 			break
 		}
 		due := m.at
@@ -229,7 +229,7 @@ func (s *Store) Claim(ctx context.Context, limit, held int, lease, ahead time.Du
 		if !m.held {
 			handOut--
 		}
-		s.place(m, durable.InFlight, ready.Add(lease))
+		s.place(m, durable.InFlight, ready.Add(p.Lease))
 		c.Leases = append(c.Leases, durable.Lease{
 			Message:   durable.Message{ID: m.id, Payload: m.payload, Due: due},
 			Attempt:   m.attempt,

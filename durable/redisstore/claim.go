@@ -29,7 +29,7 @@ type result struct {
 	bytes int64
 }
 
-// Claim implements durable.Store. A limit above MaxClaim is cut to it, and
+// Claim implements durable.Store. A p.Limit above MaxClaim is cut to it, and
 // the lease is rounded up to the microsecond. A Claim also stops at about
 // 4 MiB of payloads, leasing the message that would take it over only if
 // it is the first, so that no script holds Redis long (see the package
@@ -39,18 +39,18 @@ type result struct {
 // NextDeadline at Now, so that the caller comes back soon; if no shard
 // leased any, it returns the error.
 //
-// With shards, the leases a Claim hands out (limit-held at most) are
+// With shards, the leases a Claim hands out (p.Limit-p.Held at most) are
 // shared among the shards in proportion to what each is asked for in the
 // first round, rounded down, and what is left goes to the later rounds:
 // a Claim may hand out fewer than it could, never more.
-func (s *Store) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (durable.Claimed, error) {
+func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claimed, error) {
 	if s.closed.Load() {
 		return durable.Claimed{}, durable.ErrClosed
 	}
-	handOut := max(0, limit-max(held, 0))
-	limit = max(0, min(limit, MaxClaim))
+	handOut := max(0, p.Limit-max(p.Held, 0))
+	limit := max(0, min(p.Limit, MaxClaim))
 	handOut = min(handOut, limit)
-	us, aheadUS := micros(lease), micros(max(ahead, 0))
+	us, aheadUS := micros(p.Lease), micros(max(p.Ahead, 0))
 	share := handOutShares{total: handOut, limit: limit, called: make([]bool, len(s.shards))}
 	rs, failed, err := s.rounds(limit, maxReadBytes, func(sh, n int, bytes int64) (result, error) {
 		r, err := s.claimShard(ctx, sh, n, share.next(sh, n), us, aheadUS, bytes)

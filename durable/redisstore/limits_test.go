@@ -51,7 +51,7 @@ func TestScriptsAreShort(t *testing.T) {
 	claimed := 0
 	for {
 		k := measure(func() int {
-			cl, err := s.Claim(ctx, n, 0, 0, 0)
+			cl, err := s.Claim(ctx, durable.ClaimParams{Limit: n})
 			require.NoError(t, err)
 			return len(cl.Leases)
 		})
@@ -167,7 +167,7 @@ func TestClaimStopsAtMaxReadBytes(t *testing.T) {
 		for len(claimed) < n {
 			calls++
 			require.LessOrEqual(t, calls, n, "%s: claimed %d of %d", s.Queue(), len(claimed), n)
-			cl, err := s.Claim(ctx, MaxClaim, 0, time.Minute, 0)
+			cl, err := s.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
 			require.NoError(t, err)
 			require.NotEmpty(t, cl.Leases, s.Queue())
 			assert.LessOrEqual(t, payloadBytes(cl.Leases), maxReadBytes, s.Queue())
@@ -186,7 +186,7 @@ func TestClaimStopsAtMaxReadBytes(t *testing.T) {
 	setMaxReadBytes(t, 100<<10)
 	s := openStore(t, c, "small")
 	require.NoError(t, s.Enqueue(ctx, bigMessages("m", 2)))
-	cl, err := s.Claim(ctx, MaxClaim, 0, time.Minute, 0)
+	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m00000"}, ids(cl.Leases), "the first message, whatever its size")
 }

@@ -19,7 +19,7 @@ func killAll(t *testing.T, s *Store, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
 		require.NoError(t, s.Enqueue(ctx, []durable.Message{msg(id, time.Time{})}))
-		c, err := s.Claim(ctx, 1, 0, time.Minute, 0)
+		c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
 		err = s.Retry(ctx, id, c.Leases[0].Token, durable.RetryParams{Dead: true, Error: "killed"})
@@ -81,7 +81,7 @@ func TestDeadLetterRetentionBoundsABurst(t *testing.T) {
 		ids = append(ids, fmt.Sprintf("m%03d", i))
 	}
 	require.NoError(t, s.Enqueue(ctx, msgsOf(ids)))
-	c, err := s.Claim(ctx, 300, 0, time.Millisecond, 0)
+	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 300, Lease: time.Millisecond})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 300)
 	time.Sleep(5 * time.Millisecond) // past the leases' deadline

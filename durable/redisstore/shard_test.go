@@ -56,13 +56,13 @@ func testShards(t *testing.T, a, b *Store, now time.Time) {
 	// Claims of one each take everything due, from all shards.
 	var got []durable.Lease
 	for range count / 2 {
-		c, err := b.Claim(ctx, 1, 0, time.Minute, 0)
+		c, err := b.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
 		got = append(got, c.Leases...)
 	}
 	// One large claim gets the rest, merged in due order.
-	c, err := b.Claim(ctx, MaxClaim, 0, time.Minute, 0)
+	c, err := b.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, c.Leases, count-count/2)
 	assert.True(t, sort.SliceIsSorted(c.Leases, func(i, j int) bool { return c.Leases[i].Due.Before(c.Leases[j].Due) }))

@@ -22,7 +22,7 @@ func TestEnqueueClaimAck(t *testing.T) {
 	before := redisNow(t, c)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 
-	cl, err := s.Claim(ctx, 10, 0, 30*time.Second, 0)
+	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: 30 * time.Second})
 	require.NoError(t, err)
 	require.Len(t, cl.Leases, 1)
 	l := cl.Leases[0]
@@ -126,7 +126,7 @@ func TestNeverClaimedBeforeDue(t *testing.T) {
 	due := redisNow(t, c).Add(150*time.Millisecond + 123*time.Nanosecond)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", due), msg("later", due.Add(time.Hour))}))
 	for {
-		cl, err := s.Claim(ctx, 10, 0, time.Minute, 0)
+		cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Minute})
 		require.NoError(t, err)
 		if len(cl.Leases) == 0 {
 			require.True(t, cl.Now.Before(due), "nothing claimed at %v, due %v", cl.Now, due)
@@ -494,17 +494,17 @@ func TestClaimLimit(t *testing.T) {
 		msgs = append(msgs, msg(id, time.Time{}))
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	c, err := s.Claim(ctx, 0, 0, time.Minute, 0)
+	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 0, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Empty(t, c.Leases)
 	assert.False(t, c.NextDue.After(c.Now))
-	c, err = s.Claim(ctx, 7, 0, time.Minute, 0)
+	c, err = s.Claim(ctx, durable.ClaimParams{Limit: 7, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, c.Leases, 7)
-	c, err = s.Claim(ctx, 1_000_000, 0, time.Minute, 0)
+	c, err = s.Claim(ctx, durable.ClaimParams{Limit: 1_000_000, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, c.Leases, MaxClaim)
-	c, err = s.Claim(ctx, 1_000_000, 0, time.Minute, 0)
+	c, err = s.Claim(ctx, durable.ClaimParams{Limit: 1_000_000, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, c.Leases, n-MaxClaim-7)
 	assert.True(t, c.NextDue.IsZero())
@@ -648,7 +648,7 @@ func TestClosed(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close())
 	assert.ErrorIs(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}), durable.ErrClosed)
-	_, err := s.Claim(ctx, 1, 0, time.Second, 0)
+	_, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Second})
 	assert.ErrorIs(t, err, durable.ErrClosed)
 	assert.ErrorIs(t, s.Ack(ctx, "a", 1), durable.ErrClosed)
 	err = s.Retry(ctx, "a", 1, durable.RetryParams{Dead: true})
@@ -722,7 +722,7 @@ func TestRedisDown(t *testing.T) {
 	err := s.Enqueue(short, []durable.Message{msg("a", time.Time{})})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "redisstore: enqueue")
-	_, err = s.Claim(short, 1, 0, time.Second, 0)
+	_, err = s.Claim(short, durable.ClaimParams{Limit: 1, Lease: time.Second})
 	require.Error(t, err)
 }
 
@@ -734,7 +734,7 @@ func TestClaimAhead(t *testing.T) {
 	soon, later := now.Add(30*time.Second), now.Add(2*time.Minute)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("now", time.Time{}), msg("soon", soon), msg("later", later)}))
 
-	cl, err := s.Claim(ctx, 10, 0, time.Second, time.Minute)
+	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Second, Ahead: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, cl.Leases, 2)
 	assert.Equal(t, "now", cl.Leases[0].ID)

@@ -56,7 +56,7 @@ func (e *env) claim(a claimArgs) durable.Claimed {
 // claimOne claims the one message due, which must be id, handed out.
 func (e *env) claimOne(id string, lease time.Duration) durable.Lease {
 	e.t.Helper()
-	c := e.claim(claimArgs{limit: 1, lease: lease})
+	c := e.claim(claimArgs{Limit: 1, Lease: lease})
 	require.Len(e.t, c.Leases, 1, "one message due")
 	l := c.Leases[0]
 	require.Equal(e.t, id, l.ID)
@@ -69,7 +69,7 @@ func (e *env) claimOne(id string, lease time.Duration) durable.Lease {
 func (e *env) claimAhead(id, payload string) durable.Lease {
 	e.t.Helper()
 	e.enqueue(durable.Message{ID: id, Payload: []byte(payload), Due: e.now().Add(aheadOf)})
-	c := e.claim(claimArgs{limit: 1, lease: time.Minute, ahead: time.Minute})
+	c := e.claim(claimArgs{Limit: 1, Lease: time.Minute, Ahead: time.Minute})
 	require.Len(e.t, c.Leases, 1)
 	l := c.Leases[0]
 	require.Equal(e.t, id, l.ID)
@@ -86,7 +86,7 @@ func (e *env) claimAll(lease time.Duration) []durable.Lease {
 	e.t.Helper()
 	var out []durable.Lease
 	for {
-		c := e.claim(claimArgs{limit: 100, lease: lease})
+		c := e.claim(claimArgs{Limit: 100, Lease: lease})
 		if len(c.Leases) == 0 {
 			return out
 		}

@@ -93,7 +93,7 @@ var getRules = []rule{
 			EnqueuedAt: info.EnqueuedAt}), utc(info), "pending: Due, no Deadline nor DiedAt")
 		first := info.EnqueuedAt
 
-		c := e.claim(claimArgs{limit: 1, lease: time.Minute, ahead: 2 * time.Hour})
+		c := e.claim(claimArgs{Limit: 1, Lease: time.Minute, Ahead: 2 * time.Hour})
 		require.Len(e.t, c.Leases, 1)
 		info = e.get("a")
 		e.requireInstant(c.Leases[0].Deadline, info.Deadline, "in flight: Deadline")
@@ -271,7 +271,7 @@ var closeRules = []rule{
 		require.ErrorIs(e.t, e.s.Enqueue(ctx, []durable.Message{msg("c", time.Time{})}), durable.ErrClosed, "Enqueue")
 		_, err := e.s.Cancel(ctx, "a")
 		require.ErrorIs(e.t, err, durable.ErrClosed, "Cancel")
-		_, err = e.tryClaim(claimArgs{limit: 1, lease: time.Minute})
+		_, err = e.tryClaim(claimArgs{Limit: 1, Lease: time.Minute})
 		require.ErrorIs(e.t, err, durable.ErrClosed, "Claim")
 		require.ErrorIs(e.t, e.s.Confirm(ctx, "b", l.Token), durable.ErrClosed, "Confirm")
 		require.ErrorIs(e.t, e.s.Ack(ctx, "b", l.Token), durable.ErrClosed, "Ack")

@@ -73,7 +73,7 @@ var leaseRules = []rule{
 		e.releaseOK(claim(time.Hour), 0)
 		claim(time.Hour)
 		e.enqueue(msg("a", e.now().Add(aheadOf)))
-		tokens = append(tokens, e.claim(claimArgs{limit: 1, lease: time.Minute, ahead: time.Minute}).Leases[0].Token)
+		tokens = append(tokens, e.claim(claimArgs{Limit: 1, Lease: time.Minute, Ahead: time.Minute}).Leases[0].Token)
 		require.True(e.t, e.cancel("a"))
 		e.enqueue(msg("a", e.past()))
 		claim(time.Hour)
@@ -95,7 +95,7 @@ var retryRules = []rule{
 		require.Equal(e.t, "first", info.LastError)
 		require.True(e.t, info.Deadline.IsZero())
 		var c durable.Claimed
-		_, after = e.around(func() { c = e.claim(claimArgs{limit: 1, lease: time.Minute}) })
+		_, after = e.around(func() { c = e.claim(claimArgs{Limit: 1, Lease: time.Minute}) })
 		if after.Add(time.Millisecond).Before(info.Due) { // on the real clock, if the claim was surely early
 			require.Empty(e.t, c.Leases, "not due yet")
 		}
@@ -196,7 +196,7 @@ var expiredRules = []rule{
 		e.enqueue(msg("a", e.past()), msg("b", e.past()), msg("c", e.past()), msg("d", e.past()))
 		var ls []durable.Lease
 		for i, lease := range []time.Duration{30, 10, 20, 3600000} {
-			c := e.claim(claimArgs{limit: 1, lease: lease * time.Millisecond})
+			c := e.claim(claimArgs{Limit: 1, Lease: lease * time.Millisecond})
 			require.Len(e.t, c.Leases, 1, "claim %d", i)
 			ls = append(ls, c.Leases[0])
 		}
@@ -259,7 +259,7 @@ var reapRules = []rule{
 		e.enqueue(msg("a", e.past()), msg("b", e.past()), msg("c", e.past()))
 		var ls []durable.Lease
 		for i, lease := range []time.Duration{30, 10, 20} {
-			c := e.claim(claimArgs{limit: 1, lease: lease * time.Millisecond})
+			c := e.claim(claimArgs{Limit: 1, Lease: lease * time.Millisecond})
 			require.Len(e.t, c.Leases, 1, "claim %d", i)
 			ls = append(ls, c.Leases[0])
 		}

@@ -192,18 +192,14 @@ func (e *env) waitPast(at time.Time) {
 	}
 }
 
-// The calls to the store whose parameters are about to change (Claim and
-// Retry, and the reap) are made here and nowhere else.
+// The calls to Claim, Retry and the reap are made here and nowhere else.
 
 // claimArgs are the parameters of a Claim.
-type claimArgs struct {
-	limit, held  int
-	lease, ahead time.Duration
-}
+type claimArgs = durable.ClaimParams
 
 // tryClaim calls Claim.
 func (e *env) tryClaim(a claimArgs) (durable.Claimed, error) {
-	return e.s.Claim(e.ctx, a.limit, a.held, a.lease, a.ahead)
+	return e.s.Claim(e.ctx, a)
 }
 
 // tryRetry calls Retry.

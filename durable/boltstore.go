@@ -42,7 +42,10 @@ type BoltStore struct {
 	closed  bool
 }
 
-var _ Store = (*BoltStore)(nil)
+var (
+	_ Store      = (*BoltStore)(nil)
+	_ LocalClock = (*BoltStore)(nil)
+)
 
 // OpenBoltStore opens the store in the file at path, creating it if it
 // does not exist. Of opts it uses WithClock, WithSync and
@@ -151,6 +154,10 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// Clock implements LocalClock: it is the clock of WithClock (the
+// machine's by default).
+func (s *BoltStore) Clock() clock.Clock { return s.clock }
 
 // Path is the file's path.
 func (s *BoltStore) Path() string { return s.db.Path() }

@@ -16,9 +16,10 @@ import (
 // That is why methods take durations (a lease of 30s) rather than instants,
 // and why results carry the store's Now: a queue arms its timers for
 // NextDue-Now from its own now, and so never wakes early because its
-// clock is ahead of the store's. A BoltStore on the queue's own clock (as
-// Open makes it) needs no such conversion, and its instants are kept as
-// they are.
+// clock is ahead of the store's. A store on a clock of this process says
+// so by implementing LocalClock (BoltStore and memstore do): on the
+// queue's own clock it needs no such conversion, and its instants are
+// kept as they are.
 //
 // Each method is atomic: it happens entirely or not at all, also when it
 // returns an error, and when it returns nil its effect is durable in the

@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -70,4 +71,17 @@ func TestSameClock(t *testing.T) {
 	assert.False(t, sameClock(m1, m2), "two mocks")
 	assert.False(t, sameClock(m1, clock.New()))
 	assert.False(t, sameClock(clock.New(), m1))
+}
+
+// TestLocalClockStores: the stores on a clock of this process say which
+// (LocalClock), and a queue on the same clock keeps their instants.
+func TestLocalClockStores(t *testing.T) {
+	mock := clock.NewMock()
+	s, err := OpenBoltStore(filepath.Join(t.TempDir(), "q.db"), WithClock(mock))
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Same(t, mock, s.Clock())
+	assert.True(t, onStoreClock(s, mock))
+	assert.False(t, onStoreClock(s, clock.NewMock()), "another mock")
+	assert.False(t, onStoreClock(struct{ Store }{s}, mock), "a store that does not say")
 }

@@ -43,7 +43,10 @@ type Store struct {
 	token  uint64 // the last fencing token given
 }
 
-var _ durable.Store = (*Store)(nil)
+var (
+	_ durable.Store      = (*Store)(nil)
+	_ durable.LocalClock = (*Store)(nil)
+)
 
 // A message is what the store holds under one ID.
 type message struct {
@@ -75,6 +78,10 @@ func New(c clock.Clock) *Store {
 	}
 	return &Store{clock: c, msgs: make(map[string]*message)}
 }
+
+// Clock implements durable.LocalClock: it is the clock of New. A Queue on
+// the same clock keeps the store's instants as they are.
+func (s *Store) Clock() clock.Clock { return s.clock }
 
 // lock takes the mutex, or returns ErrClosed (with the mutex free) if the
 // store is closed. Every method but Close starts with it.

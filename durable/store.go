@@ -134,8 +134,8 @@ type Store interface {
 
 	// List returns up to limit (1 or more) messages in state s, in order
 	// (pending by due time; in flight by lease deadline; dead by time of
-	// death; equal times in the order of the writes, which a store of
-	// several shards may keep within a shard only), starting after
+	// death; equal times in the order of the writes; within a shard only
+	// for a ShardedOrder store), starting after
 	// cursor ("" for the first page), and the cursor of the next page (""
 	// at the end). A cursor is a position in the order, not a message:
 	// the next page starts after it even if the message it was made from
@@ -161,6 +161,20 @@ type Store interface {
 
 	// Close releases the store. It does not delete anything.
 	Close() error
+}
+
+// ShardedOrder is an optional interface of a Store that keeps its
+// messages in several shards and its orders within a shard only (Redis
+// WithShards). Such a store may weaken three rules of Store, and no
+// other: the order of Claim, Expired and List (by time, then by write)
+// holds among the messages of one shard, while messages of different
+// shards come in any order; and a Claim may hand out fewer than
+// Limit-Held due messages (each shard hands out its share), never more.
+// Shard returns the shard that holds, or would hold, the message id;
+// package durable/storetest checks the rules per shard with it. A store
+// that does not implement ShardedOrder keeps the full rules.
+type ShardedOrder interface {
+	Shard(id string) int
 }
 
 // Notifier is implemented by a store that other processes write to, such

@@ -74,6 +74,12 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 	return c, nil
 }
 
+// Shard implements durable.ShardedOrder: the shard of id (see WithShards).
+// With shards, the order of Claim, Expired and List holds within a shard,
+// and a Claim may hand out fewer than Limit-Held. With one shard, every ID
+// is in shard 0, and the orders are the full ones.
+func (s *Store) Shard(id string) int { return shardOf(id, len(s.shards)) }
+
 // handOutShares splits the leases a Claim may hand out among its script
 // calls, one per shard in a first round (run at once: each gets its
 // share of total, in proportion to the n it asks for, rounded down), then

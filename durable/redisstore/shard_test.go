@@ -195,7 +195,7 @@ func TestCluster(t *testing.T) {
 
 	// The Store contract over six shards on three masters.
 	t.Run("Contract", func(t *testing.T) {
-		storetest.Run(t, contractHarness(c1, shardedDeviations, WithShards(6)))
+		storetest.Run(t, contractHarness(c1, WithShards(6)))
 	})
 
 	// Notifications cross nodes: a store waits on all six shard

@@ -26,6 +26,44 @@ func seqIDs(prefix string, n int) []string {
 }
 
 // ids returns the IDs of leases.
+// shard is the shard of id for a store that keeps its order per shard
+// (durable.ShardedOrder), and 0 for any other: one shard, the full order.
+func (e *env) shard(id string) int {
+	if so, ok := e.s.(durable.ShardedOrder); ok {
+		return so.Shard(id)
+	}
+	return 0
+}
+
+// byShard splits ids by shard, keeping their order.
+func (e *env) byShard(ids []string) map[int][]string {
+	out := make(map[int][]string)
+	for _, id := range ids {
+		out[e.shard(id)] = append(out[e.shard(id)], id)
+	}
+	return out
+}
+
+// requireOrder checks that got holds the IDs of want in want's order:
+// exactly, or, for a store whose order holds per shard, within each
+// shard (see durable.ShardedOrder).
+func (e *env) requireOrder(want, got []string, what string) {
+	e.t.Helper()
+	require.ElementsMatch(e.t, want, got, "%s: the same messages", what)
+	require.Equal(e.t, e.byShard(want), e.byShard(got), "%s: in order (per shard, if the store's order is)", what)
+}
+
+// requirePrefix checks that got is the start of order: exactly, or within
+// each shard for a store whose order holds per shard.
+func (e *env) requirePrefix(order, got []string, what string) {
+	e.t.Helper()
+	all := e.byShard(order)
+	for sh, ids := range e.byShard(got) {
+		require.LessOrEqual(e.t, len(ids), len(all[sh]), "%s: shard %d", what, sh)
+		require.Equal(e.t, all[sh][:len(ids)], ids, "%s: the earliest first (of shard %d)", what, sh)
+	}
+}
+
 func ids(ls []durable.Lease) []string {
 	out := make([]string, len(ls))
 	for i, l := range ls {

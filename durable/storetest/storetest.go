@@ -28,6 +28,12 @@
 // millisecond, so that the checks hold on a loaded machine. The suite
 // writes due times in whole microseconds, which every store keeps.
 //
+// Order: a store that keeps its orders within a shard only says so by
+// implementing durable.ShardedOrder, and the suite then checks the rules
+// of order (Claim, Expired, the reap, List) and of hand-out (a Claim hands
+// out at most Limit-Held) in their weaker form, per shard, with its Shard.
+// No rule is skipped for any store.
+//
 // What the suite cannot check through a Harness, which makes one handle
 // per store: that a Notifier wakes when another handle on the same
 // backend writes (it checks that the channel given back by Wakeups' stop

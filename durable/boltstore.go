@@ -34,9 +34,7 @@ type BoltStore struct {
 	writerDone chan struct{}
 	commits    atomic.Int64 // transactions committed, for tests
 	ahead      aheadLeases  // leases claimed ahead, not confirmed yet
-	// Dead-letter retention (WithDeadLetterRetention).
-	deadCount int
-	deadAge   time.Duration
+	retention  Retention    // WithDeadLetterRetention
 
 	closeMu sync.RWMutex
 	closed  bool
@@ -64,8 +62,8 @@ func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
 	if cfg.lockTimeout <= 0 {
 		cfg.lockTimeout = 2 * time.Second
 	}
-	if cfg.deadCount < 0 || cfg.deadAge < 0 {
-		return nil, fmt.Errorf("durable: WithDeadLetterRetention(%d, %v): negative limit", cfg.deadCount, cfg.deadAge)
+	if err := cfg.retention.Validate(); err != nil {
+		return nil, err
 	}
 	_, statErr := os.Stat(path)
 	created := errors.Is(statErr, fs.ErrNotExist)
@@ -98,8 +96,7 @@ func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
 		clock:      cfg.clock,
 		ops:        make(chan *writeOp, maxBatch),
 		writerDone: make(chan struct{}),
-		deadCount:  cfg.deadCount,
-		deadAge:    cfg.deadAge,
+		retention:  cfg.retention,
 	}
 	if s.clock == nil {
 		s.clock = clock.New()
@@ -488,7 +485,7 @@ func (s *BoltStore) Retry(ctx context.Context, id string, token uint64, p RetryP
 			return false, err
 		}
 		if p.Dead {
-			_, err = t.trimDead(now, s.deadCount, s.deadAge)
+			_, err = t.trimDead(now, s.retention)
 		}
 		return true, err
 	})

@@ -100,10 +100,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("durable: max attempts must be at least 1, got %d", c.maxAttempts)
 	case c.backoff == nil:
 		return errors.New("durable: nil back-off function")
-	case c.deadCount < 0 || c.deadAge < 0:
-		return fmt.Errorf("durable: WithDeadLetterRetention(%d, %v): negative limit", c.deadCount, c.deadAge)
 	}
-	return nil
+	return c.retention.Validate()
 }
 
 func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {

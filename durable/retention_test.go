@@ -99,8 +99,10 @@ func TestBoltDeadLetterRetentionBoundsABurst(t *testing.T) {
 
 func TestDeadLetterRetentionDefaultsAndChecks(t *testing.T) {
 	cfg := defaultConfig()
-	assert.Equal(t, DefaultDeadLetterCount, cfg.deadCount)
-	assert.Equal(t, DefaultDeadLetterAge, cfg.deadAge)
+	assert.Equal(t, Retention{MaxCount: DefaultDeadLetterCount, MaxAge: DefaultDeadLetterAge}, cfg.retention)
+	require.Error(t, Retention{MaxCount: -1}.Validate())
+	require.Error(t, Retention{MaxAge: -time.Second}.Validate())
+	require.NoError(t, Retention{}.Validate(), "zero: no limit")
 	_, err := Open(filepath.Join(t.TempDir(), "q.db"), WithDeadLetterRetention(-1, 0))
 	require.Error(t, err)
 	_, err = OpenBoltStore(filepath.Join(t.TempDir(), "q.db"), WithDeadLetterRetention(0, -time.Second))

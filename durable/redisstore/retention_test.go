@@ -105,8 +105,7 @@ func TestDeadLetterRetentionBoundsABurst(t *testing.T) {
 
 func TestDeadLetterRetentionDefaults(t *testing.T) {
 	s, _, _ := newTestStore(t)
-	assert.Equal(t, DefaultDeadLetterCount, s.opts.deadCount)
-	assert.Equal(t, DefaultDeadLetterAge, s.opts.deadAge)
+	assert.Equal(t, durable.DefaultRetention, s.opts.retention)
 	_, err := New(s.client, "q", WithDeadLetterRetention(-1, 0))
 	require.Error(t, err)
 }

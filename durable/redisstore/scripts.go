@@ -102,7 +102,7 @@ end
 
 -- trim_dead deletes the oldest dead messages beyond maxn (0: no limit)
 -- and those that died before now - maxage microseconds (0: no limit), at
--- most 100 a call, so that a call stays short; every death and every reap
+-- most 100 a call, so that a call stays short; every death
 -- calls it, which keeps up. It returns how many it deleted.
 local function trim_dead(now, maxn, maxage)
   local gone = {}

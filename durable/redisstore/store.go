@@ -374,7 +374,7 @@ func (s *Store) Release(ctx context.Context, id string, token uint64, after time
 // endLease runs retryScript, one call, for Retry and Release.
 func (s *Store) endLease(ctx context.Context, op, id string, token uint64, p durable.RetryParams) error {
 	r, err := s.run(ctx, retryScript, shardOf(id, len(s.shards)),
-		id, tokenString(token), micros(max(p.After, 0)), flag(p.Dead), s.deadMax(), micros(s.opts.deadAge),
+		id, tokenString(token), micros(max(p.After, 0)), flag(p.Dead), s.deadMax(), micros(s.opts.retention.MaxAge),
 		p.Error, flag(p.Expired))
 	if err != nil {
 		return wrap(op, err)
@@ -533,7 +533,7 @@ func (s *Store) DeadLetters(ctx context.Context, limit int) ([]durable.Message, 
 // deadMax is the most dead letters a shard keeps (0: no limit).
 func (s *Store) deadMax() int {
 	n := len(s.shards)
-	return (s.opts.deadCount + n - 1) / n
+	return (s.opts.retention.MaxCount + n - 1) / n
 }
 
 // wrap adds the operation to an error from Redis; the durable package's

@@ -1,25 +1,16 @@
 package durable
 
-import (
-	"bytes"
-	"time"
-)
-
-// Default dead-letter retention of the embedded store (see
-// WithDeadLetterRetention).
-const (
-	DefaultDeadLetterCount = 10_000
-	DefaultDeadLetterAge   = 7 * 24 * time.Hour
-)
+import "bytes"
 
 // maxTrim bounds the dead letters one transaction deletes, so that it
-// stays short; every death and every reap trims, which keeps up.
+// stays short; every death trims, which keeps up.
 const maxTrim = 100
 
-// trimDead deletes the oldest dead letters beyond maxCount (0: no limit)
-// and those that died before now-maxAge (0: no limit), up to maxTrim. It
-// reports whether it deleted any.
-func (t *txn) trimDead(now int64, maxCount int, maxAge time.Duration) (bool, error) {
+// trimDead deletes the oldest dead letters beyond r.MaxCount (0: no
+// limit) and those that died before now-r.MaxAge (0: no limit), up to
+// maxTrim. It reports whether it deleted any.
+func (t *txn) trimDead(now int64, r Retention) (bool, error) {
+	maxCount, maxAge := r.MaxCount, r.MaxAge
 	over := 0
 	if maxCount > 0 {
 		over = t.counter(stateDead) - maxCount

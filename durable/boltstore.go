@@ -34,15 +34,16 @@ type BoltStore struct {
 	writerDone chan struct{}
 	commits    atomic.Int64 // transactions committed, for tests
 	ahead      aheadLeases  // leases claimed ahead, not confirmed yet
-	// Dead-letter retention (WithDeadLetterRetention).
-	deadCount int
-	deadAge   time.Duration
+	retention  Retention    // WithDeadLetterRetention
 
 	closeMu sync.RWMutex
 	closed  bool
 }
 
-var _ Store = (*BoltStore)(nil)
+var (
+	_ Store      = (*BoltStore)(nil)
+	_ LocalClock = (*BoltStore)(nil)
+)
 
 // OpenBoltStore opens the store in the file at path, creating it if it
 // does not exist. Of opts it uses WithClock, WithSync and
@@ -61,8 +62,8 @@ func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
 	if cfg.lockTimeout <= 0 {
 		cfg.lockTimeout = 2 * time.Second
 	}
-	if cfg.deadCount < 0 || cfg.deadAge < 0 {
-		return nil, fmt.Errorf("durable: WithDeadLetterRetention(%d, %v): negative limit", cfg.deadCount, cfg.deadAge)
+	if err := cfg.retention.Validate(); err != nil {
+		return nil, err
 	}
 	_, statErr := os.Stat(path)
 	created := errors.Is(statErr, fs.ErrNotExist)
@@ -95,8 +96,7 @@ func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
 		clock:      cfg.clock,
 		ops:        make(chan *writeOp, maxBatch),
 		writerDone: make(chan struct{}),
-		deadCount:  cfg.deadCount,
-		deadAge:    cfg.deadAge,
+		retention:  cfg.retention,
 	}
 	if s.clock == nil {
 		s.clock = clock.New()
@@ -151,6 +151,10 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// Clock implements LocalClock: it is the clock of WithClock (the
+// machine's by default).
+func (s *BoltStore) Clock() clock.Clock { return s.clock }
 
 // Path is the file's path.
 func (s *BoltStore) Path() string { return s.db.Path() }
@@ -396,7 +400,8 @@ func (s *BoltStore) Cancel(ctx context.Context, id string) (found bool, err erro
 }
 
 // Claim implements Store.
-func (s *BoltStore) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (c Claimed, err error) {
+func (s *BoltStore) Claim(ctx context.Context, p ClaimParams) (c Claimed, err error) {
+	limit, held, lease, ahead := p.Limit, p.Held, p.Lease, p.Ahead
 	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
 		c = Claimed{} // fn may run twice (see runBatch)
 		now := s.now()
@@ -462,38 +467,52 @@ func (s *BoltStore) Ack(ctx context.Context, id string, token uint64) error {
 }
 
 // Retry implements Store.
-func (s *BoltStore) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int, errText string) (dead bool, err error) {
-	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
-		dead = false // fn may run twice (see runBatch)
+func (s *BoltStore) Retry(ctx context.Context, id string, token uint64, p RetryParams) error {
+	return s.writeTxn(ctx, func(t *txn) (bool, error) {
+		r, err := t.leased(id, token)
+		if err != nil {
+			return false, err
+		}
+		now := s.now()
+		if p.Expired && r.key.at() > now {
+			return false, ErrLeaseLost
+		}
+		s.ahead.forget(id)
+		if p.Error != "" {
+			r.lastError = p.Error
+		}
+		if err := t.end(id, r, now, p.After, p.Dead); err != nil {
+			return false, err
+		}
+		if p.Dead {
+			_, err = t.trimDead(now, s.retention)
+		}
+		return true, err
+	})
+}
+
+// Release implements Store.
+func (s *BoltStore) Release(ctx context.Context, id string, token uint64, after time.Duration) error {
+	return s.writeTxn(ctx, func(t *txn) (bool, error) {
 		r, err := t.leased(id, token)
 		if err != nil {
 			return false, err
 		}
 		s.ahead.forget(id)
-		now := s.now()
-		if errText != "" {
-			r.lastError = TruncateErrorText(errText)
-		}
-		dead, err = t.fail(id, r, now, after, maxAttempts)
-		if err == nil && dead {
-			_, err = t.trimDead(now, s.deadCount, s.deadAge)
-		}
-		return true, err
+		return true, t.end(id, r, s.now(), after, false)
 	})
-	return dead, err
 }
 
-// fail ends the lease of r after a failed attempt: r dies, or is pending
-// again after the delay.
-func (t *txn) fail(id string, r *record, now int64, after time.Duration, maxAttempts int) (dead bool, err error) {
+// end ends the lease of r: r dies, or is pending again after the delay.
+func (t *txn) end(id string, r *record, now int64, after time.Duration, dead bool) error {
 	if err := t.remove(r); err != nil {
-		return false, err
+		return err
 	}
-	if int(r.attempt) >= maxAttempts {
-		return true, t.place(id, r, stateDead, now)
+	if dead {
+		return t.place(id, r, stateDead, now)
 	}
 	r.due = addDuration(now, max(after, 0))
-	return false, t.place(id, r, statePending, r.due)
+	return t.place(id, r, statePending, r.due)
 }
 
 // Extend implements Store.
@@ -510,47 +529,30 @@ func (s *BoltStore) Extend(ctx context.Context, id string, token uint64, by time
 	})
 }
 
-// Reap implements Store.
-func (s *BoltStore) Reap(ctx context.Context, limit int, p RetryPolicy) (rp Reaped, err error) {
-	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
-		rp = Reaped{} // fn may run twice (see runBatch)
+// Expired implements Store. It only reads.
+func (s *BoltStore) Expired(ctx context.Context, limit int) (e ExpiredLeases, err error) {
+	if err := ctx.Err(); err != nil {
+		return ExpiredLeases{}, err
+	}
+	err = s.viewTxn(func(t *txn) error {
 		now := s.now()
-		_, ids := due(t.inflight, now, limit)
-		for _, id := range ids {
+		keys, ids := due(t.inflight, now, limit)
+		for i, id := range ids {
 			r, err := t.get(string(id))
 			if err != nil {
-				return false, err
+				return err
 			}
 			if r == nil || r.state != stateInflight {
-				return false, fmt.Errorf("%w: in-flight index names %q, which is not in flight", ErrCorrupt, id)
+				return fmt.Errorf("%w: in-flight index names %q, which is not in flight", ErrCorrupt, id)
 			}
-			var after time.Duration
-			if int(r.attempt) < p.MaxAttempts {
-				if after, err = p.Delay(int(r.attempt)); err != nil {
-					return false, err
-				}
-			}
-			s.ahead.forget(string(id))
-			r.lastError = LeaseExpired
-			dead, err := t.fail(string(id), r, now, after, p.MaxAttempts)
-			if err != nil {
-				return false, err
-			}
-			if dead {
-				rp.Dead++
-			} else {
-				rp.Returned++
-			}
+			e.Leases = append(e.Leases, ExpiredLease{ID: string(id), Token: r.token, Attempt: int(r.attempt),
+				Deadline: fromUnixNano(indexKey(keys[i]).at())})
 		}
-		trimmed, err := t.trimDead(now, s.deadCount, s.deadAge)
-		if err != nil {
-			return false, err
-		}
-		rp.Now = fromUnixNano(now)
-		rp.NextDue, rp.NextDeadline = t.nextTimes()
-		return len(ids) > 0 || trimmed, nil
+		e.Now = fromUnixNano(now)
+		e.NextDue, e.NextDeadline = t.nextTimes()
+		return nil
 	})
-	return rp, err
+	return e, err
 }
 
 // DeadLetters implements Store.

@@ -92,10 +92,9 @@ func (d *Delivery) RetryWithError(ctx context.Context, after time.Duration, caus
 	if after <= 0 {
 		after = q.cfg.backoff(d.Attempt)
 	}
-	var dead bool
-	err := q.call(func() (err error) {
-		dead, err = q.store.Retry(ctx, d.ID, d.token, after, q.cfg.maxAttempts, text)
-		return err
+	dead := d.Attempt >= q.cfg.maxAttempts
+	err := q.call(func() error {
+		return q.store.Retry(ctx, d.ID, d.token, RetryParams{After: after, Dead: dead, Error: text})
 	})
 	if err != nil {
 		d.observeResult(EventRetried, err)

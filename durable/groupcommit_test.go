@@ -45,7 +45,7 @@ func TestFailingOpDoesNotFailItsBatch(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	require.NoError(t, s.Enqueue(ctx, []Message{{ID: "a"}, {ID: "b"}}))
-	c, err := s.Claim(ctx, 2, 0, time.Second, 0)
+	c, err := s.Claim(ctx, ClaimParams{Limit: 2, Lease: time.Second})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 2)
 	var wg sync.WaitGroup

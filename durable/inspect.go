@@ -142,7 +142,8 @@ func errorText(err error) string {
 }
 
 // TruncateErrorText cuts s to MaxErrorLen bytes, at a UTF-8 character
-// boundary. A Store calls it on the text Retry gives it.
+// boundary. A Queue calls it on an error's text before it gives the text
+// to Store.Retry, which keeps what it is given.
 func TruncateErrorText(s string) string {
 	if len(s) <= MaxErrorLen {
 		return s

@@ -44,8 +44,7 @@ type config struct {
 	// For Open.
 	sync        SyncPolicy
 	lockTimeout time.Duration
-	deadCount   int
-	deadAge     time.Duration
+	retention   Retention
 }
 
 func defaultConfig() config {
@@ -55,8 +54,7 @@ func defaultConfig() config {
 		backoff:     ExponentialBackoff(time.Second, 10*time.Minute),
 		lockTimeout: 2 * time.Second,
 		claimAhead:  claimAhead,
-		deadCount:   DefaultDeadLetterCount,
-		deadAge:     DefaultDeadLetterAge,
+		retention:   DefaultRetention,
 	}
 }
 
@@ -114,15 +112,15 @@ func WithLockTimeout(d time.Duration) Option {
 }
 
 // WithDeadLetterRetention bounds the dead letters of the file of Open
-// (and OpenBoltStore): when a message dies, and whenever the queue reaps,
-// the oldest dead letters beyond maxCount, and those dead for longer than
-// maxAge, are deleted for good (up to 100 at a time). Zero means no limit
+// (and OpenBoltStore) (see Retention): when a message dies, the oldest
+// dead letters beyond maxCount, and those dead for longer than maxAge,
+// are deleted for good (up to 100 at a time). Zero means no limit
 // of that kind. The defaults are DefaultDeadLetterCount and
 // DefaultDeadLetterAge, so that dead letters nobody requeues do not fill
 // the disk. New ignores it (see the store's own option, such as
 // redisstore.WithDeadLetterRetention).
 func WithDeadLetterRetention(maxCount int, maxAge time.Duration) Option {
-	return func(c *config) { c.deadCount, c.deadAge = maxCount, maxAge }
+	return func(c *config) { c.retention = Retention{MaxCount: maxCount, MaxAge: maxAge} }
 }
 
 // ExponentialBackoff returns the back-off "exponential with full jitter":

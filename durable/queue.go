@@ -100,10 +100,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("durable: max attempts must be at least 1, got %d", c.maxAttempts)
 	case c.backoff == nil:
 		return errors.New("durable: nil back-off function")
-	case c.deadCount < 0 || c.deadAge < 0:
-		return fmt.Errorf("durable: WithDeadLetterRetention(%d, %v): negative limit", c.deadCount, c.deadAge)
 	}
-	return nil
+	return c.retention.Validate()
 }
 
 func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
@@ -249,7 +247,7 @@ func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Del
 			return nil, err
 		}
 		n, held := want()
-		c, err := q.store.Claim(ctx, n, held, q.cfg.visibility, q.cfg.claimAhead)
+		c, err := q.store.Claim(ctx, ClaimParams{Limit: n, Held: held, Lease: q.cfg.visibility, Ahead: q.cfg.claimAhead})
 		q.claimDone()
 		if err == nil {
 			failures, lastErr = 0, nil
@@ -380,11 +378,11 @@ func (q *Queue) revokeIfHeld(id string, held *Delivery) {
 }
 
 // release gives back to the store a message claimed ahead and not handed
-// out, pending at its due time again. Its attempt stays counted: a store
-// has no way to take one back, so it is not counted towards death here.
+// out, pending at its due time again (Store.Release). Its attempt stays
+// counted: a store has no way to take one back.
 func (q *Queue) release(d *Delivery) {
 	after := max(d.dueAt.Sub(q.clock.Now()), 0)
-	if _, err := q.store.Retry(context.Background(), d.ID, d.token, after, math.MaxInt, ""); err != nil &&
+	if err := q.store.Release(context.Background(), d.ID, d.token, after); err != nil &&
 		!errors.Is(err, ErrLeaseLost) {
 		q.log.Warn("durable: giving back a message claimed ahead failed; its lease will expire", "id", d.ID, "err", err)
 	}
@@ -646,7 +644,7 @@ func (q *Queue) reapLoop() {
 func (q *Queue) reapExpired(ctx context.Context) error {
 	p := RetryPolicy{MaxAttempts: q.cfg.maxAttempts, Backoff: q.cfg.backoff}
 	for {
-		r, err := q.store.Reap(ctx, reapBatch, p)
+		r, err := Reap(ctx, q.store, reapBatch, p)
 		if err != nil {
 			return err
 		}
@@ -658,7 +656,7 @@ func (q *Queue) reapExpired(ctx context.Context) error {
 			q.observe(Event{Kind: EventDead, N: r.Dead})
 		}
 		q.schedule(r.Now, r.NextDue, r.NextDeadline, 0)
-		if r.Returned+r.Dead < reapBatch {
+		if r.Returned+r.Dead < reapBatch || r.NextDeadline.IsZero() || r.NextDeadline.After(r.Now) {
 			return nil
 		}
 	}

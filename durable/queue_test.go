@@ -605,7 +605,7 @@ func TestBoltStoreClaimAhead(t *testing.T) {
 	require.NoError(t, s.Enqueue(ctx, []Message{
 		{ID: "now"}, {ID: "soon", Due: now.Add(40 * time.Millisecond)}, {ID: "later", Due: now.Add(60 * time.Millisecond)},
 	}))
-	c, err := s.Claim(ctx, 10, 0, time.Second, 50*time.Millisecond)
+	c, err := s.Claim(ctx, ClaimParams{Limit: 10, Lease: time.Second, Ahead: 50 * time.Millisecond})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 2)
 	assert.Equal(t, "now", c.Leases[0].ID)

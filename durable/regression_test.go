@@ -25,8 +25,8 @@ type endingStore struct {
 	cancel context.CancelFunc
 }
 
-func (s endingStore) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (Claimed, error) {
-	c, err := s.BoltStore.Claim(ctx, limit, held, lease, ahead)
+func (s endingStore) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
+	c, err := s.BoltStore.Claim(ctx, p)
 	s.cancel()
 	return c, err
 }
@@ -149,10 +149,10 @@ func TestPanickingBackoffFailsOnlyTheReap(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	require.NoError(t, s.Enqueue(ctx, []Message{{ID: "m"}}))
-	_, err = s.Claim(ctx, 1, 0, time.Second, 0)
+	_, err = s.Claim(ctx, ClaimParams{Limit: 1, Lease: time.Second})
 	require.NoError(t, err)
 	mock.Add(time.Minute)
-	_, err = s.Reap(ctx, 10, RetryPolicy{MaxAttempts: 10, Backoff: func(int) time.Duration { panic("boom") }})
+	_, err = Reap(ctx, s, 10, RetryPolicy{MaxAttempts: 10, Backoff: func(int) time.Duration { panic("boom") }})
 	require.ErrorContains(t, err, "back-off function panicked")
 	require.NotErrorIs(t, err, ErrCorrupt)
 	require.NoError(t, s.Enqueue(ctx, []Message{{ID: "n"}}), "the store works on")

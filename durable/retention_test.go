@@ -18,12 +18,10 @@ func killAll(t *testing.T, s *BoltStore, ids ...string) {
 	ctx := context.Background()
 	for _, id := range ids {
 		require.NoError(t, s.Enqueue(ctx, []Message{{ID: id}}))
-		c, err := s.Claim(ctx, 1, 0, time.Minute, 0)
+		c, err := s.Claim(ctx, ClaimParams{Limit: 1, Lease: time.Minute})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
-		dead, err := s.Retry(ctx, id, c.Leases[0].Token, 0, 1, "")
-		require.NoError(t, err)
-		require.True(t, dead)
+		require.NoError(t, s.Retry(ctx, id, c.Leases[0].Token, RetryParams{Dead: true}))
 	}
 }
 
@@ -66,12 +64,11 @@ func TestBoltDeadLetterRetentionByAge(t *testing.T) {
 	mock.Add(30 * time.Minute)
 	killAll(t, s, "mid")
 	mock.Add(31 * time.Minute)
-	_, err := s.Reap(context.Background(), 10, RetryPolicy{MaxAttempts: 1})
-	require.NoError(t, err)
-	assert.Equal(t, []string{"mid"}, deadLetterIDs(t, s), "a reap trims the dead letters of more than an hour ago")
+	killAll(t, s, "new")
+	assert.Equal(t, []string{"mid", "new"}, deadLetterIDs(t, s), "a death trims the dead letters of more than an hour ago")
 	st, err := s.Stats(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, 1, st.Dead)
+	assert.Equal(t, 2, st.Dead)
 }
 
 func TestBoltDeadLetterRetentionBoundsABurst(t *testing.T) {
@@ -82,12 +79,12 @@ func TestBoltDeadLetterRetentionBoundsABurst(t *testing.T) {
 		msgs = append(msgs, Message{ID: fmt.Sprintf("m%03d", i)})
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	c, err := s.Claim(ctx, 300, 0, time.Second, 0)
+	c, err := s.Claim(ctx, ClaimParams{Limit: 300, Lease: time.Second})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 300)
 	mock.Add(time.Second)
 	for range 4 {
-		_, err := s.Reap(ctx, reapBatch, RetryPolicy{MaxAttempts: 1})
+		_, err := Reap(ctx, s, reapBatch, RetryPolicy{MaxAttempts: 1})
 		require.NoError(t, err)
 	}
 	st, err := s.Stats(ctx)
@@ -102,8 +99,10 @@ func TestBoltDeadLetterRetentionBoundsABurst(t *testing.T) {
 
 func TestDeadLetterRetentionDefaultsAndChecks(t *testing.T) {
 	cfg := defaultConfig()
-	assert.Equal(t, DefaultDeadLetterCount, cfg.deadCount)
-	assert.Equal(t, DefaultDeadLetterAge, cfg.deadAge)
+	assert.Equal(t, Retention{MaxCount: DefaultDeadLetterCount, MaxAge: DefaultDeadLetterAge}, cfg.retention)
+	require.Error(t, Retention{MaxCount: -1}.Validate())
+	require.Error(t, Retention{MaxAge: -time.Second}.Validate())
+	require.NoError(t, Retention{}.Validate(), "zero: no limit")
 	_, err := Open(filepath.Join(t.TempDir(), "q.db"), WithDeadLetterRetention(-1, 0))
 	require.Error(t, err)
 	_, err = OpenBoltStore(filepath.Join(t.TempDir(), "q.db"), WithDeadLetterRetention(0, -time.Second))

@@ -24,11 +24,11 @@ type claimRecorder struct {
 	acking   chan string   // told of each Ack held
 }
 
-func (s *claimRecorder) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (Claimed, error) {
+func (s *claimRecorder) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 	s.mu.Lock()
-	s.limits = append(s.limits, limit)
+	s.limits = append(s.limits, p.Limit)
 	s.mu.Unlock()
-	return s.Store.Claim(ctx, limit, held, lease, ahead)
+	return s.Store.Claim(ctx, p)
 }
 
 func (s *claimRecorder) Ack(ctx context.Context, id string, token uint64) error {

@@ -16,9 +16,10 @@ import (
 // That is why methods take durations (a lease of 30s) rather than instants,
 // and why results carry the store's Now: a queue arms its timers for
 // NextDue-Now from its own now, and so never wakes early because its
-// clock is ahead of the store's. A BoltStore on the queue's own clock (as
-// Open makes it) needs no such conversion, and its instants are kept as
-// they are.
+// clock is ahead of the store's. A store on a clock of this process says
+// so by implementing LocalClock (BoltStore and memstore do): on the
+// queue's own clock it needs no such conversion, and its instants are
+// kept as they are.
 //
 // Each method is atomic: it happens entirely or not at all, also when it
 // returns an error, and when it returns nil its effect is durable in the
@@ -41,7 +42,11 @@ type Store interface {
 	// the old payload is never delivered again, a lease on it is lost, and
 	// its attempt count starts again at zero, its LastError is cleared,
 	// and its EnqueuedAt is kept (see Info). Either all of msgs are
-	// written or none is. Equal due times keep the order of msgs.
+	// written or none is. Equal due times keep the order of msgs. Two
+	// messages of one ID in msgs are written as two calls would write
+	// them, in order: the later wins. (Queue.Enqueue writes one message a
+	// call; a Queue that takes batches may refuse such a batch before it
+	// reaches the store.)
 	Enqueue(ctx context.Context, msgs []Message) error
 
 	// Cancel deletes the pending or dead message id, or the in-flight one
@@ -51,30 +56,32 @@ type Store interface {
 	// flight and handed out.
 	Cancel(ctx context.Context, id string) (bool, error)
 
-	// Claim leases up to limit pending messages due by now+ahead,
+	// Claim leases up to p.Limit pending messages due by now+p.Ahead,
 	// earliest first: for each one, it adds one to its attempt number,
 	// gives it a new fencing token, greater than any it had, and makes it
-	// in flight until lease after its due time or now, whichever is later.
-	// A Queue claims a little ahead (see
-	// Receive) so that no write stands between a due time and its
-	// delivery; it hands a message out at its due time, never before.
+	// in flight until p.Lease after its due time or now, whichever is
+	// later. A Queue claims a little ahead (see Receive) so that no write
+	// stands between a due time and its delivery; it hands a message out
+	// at its due time, never before.
 	//
 	// A message whose due time is after the store's now is claimed ahead
 	// (Lease.Ahead): its lease is not handed out until Confirm says so, and
 	// an Enqueue or Cancel of its ID before that takes it back. A message
 	// due by now is handed out by the Claim itself, except that at most
-	// limit-held are: held (0 or more) asks for the rest to be claimed as
-	// if ahead, for a caller that takes more than it hands out at once (a
-	// Queue's Run, which keeps a few messages for the workers that will be
-	// free soon): they too wait for Confirm, and an Enqueue or Cancel
-	// before it takes them back.
-	Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (Claimed, error)
+	// p.Limit-p.Held are: p.Held (0 or more) asks for the rest to be
+	// claimed as if ahead, for a caller that takes more than it hands out
+	// at once (a Queue's Run, which keeps a few messages for the workers
+	// that will be free soon): they too wait for Confirm, and an Enqueue
+	// or Cancel before it takes them back. How many to claim, to hold and
+	// for how long are the Queue's decisions (WithVisibilityTimeout, Run's
+	// workers); the store applies them.
+	Claim(ctx context.Context, p ClaimParams) (Claimed, error)
 
 	// Confirm hands out the lease token on id, claimed ahead: it returns
 	// nil if token is the current lease of id and no Enqueue or Cancel
 	// took the message back, and from then on Cancel answers ErrInFlight.
 	// Otherwise it returns ErrLeaseLost and changes nothing: the message
-	// was replaced, cancelled, released (Retry) or reaped, and the holder
+	// was replaced, cancelled, released (Release, Retry) or reaped, and the holder
 	// must not hand it out. Exactly one of a Confirm and a concurrent
 	// Enqueue or Cancel of the same message wins. Confirm of a lease that
 	// was not claimed ahead, or was confirmed already, returns nil while
@@ -88,26 +95,38 @@ type Store interface {
 	Ack(ctx context.Context, id string, token uint64) error
 
 	// Retry ends the lease token of the in-flight message id because the
-	// attempt failed: the message is pending again, due after the given
-	// delay from the store's now, or dead if its attempt number is
-	// maxAttempts or more. errText, the failed attempt's error text, is
-	// kept as the message's LastError (cut with TruncateErrorText); an
-	// empty errText keeps the LastError it had. It reports whether the
-	// message died, and returns ErrLeaseLost, changing nothing, if token
-	// is not the current lease of id.
-	Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int, errText string) (dead bool, err error)
+	// attempt failed, as p says: the message dies if p.Dead, and is
+	// otherwise pending again, due p.After from the store's now. p.Error,
+	// if not empty, becomes the message's LastError, as given (the Queue
+	// cuts it with TruncateErrorText first); an empty one keeps the
+	// LastError it had. With p.Expired, the lease must also have expired
+	// on the store's clock (its deadline at or before now). Retry returns
+	// ErrLeaseLost, changing nothing, if token is not the current lease of
+	// id or, with p.Expired, the lease has not expired (it was extended).
+	// The store decides nothing here: whether the message dies, when it is
+	// due and its error text come from the Queue (WithMaxAttempts,
+	// WithBackoff).
+	Retry(ctx context.Context, id string, token uint64, p RetryParams) error
+
+	// Release gives back the lease token of the in-flight message id,
+	// unhandled: the message is pending again, due after from the store's
+	// now, with its attempt number and LastError as they are (the claim
+	// that took it stays counted, see Info.Attempt: a store cannot take an
+	// attempt back). It never dies. It returns ErrLeaseLost, changing
+	// nothing, if token is not the current lease of id. A Queue releases
+	// what it claimed ahead or held and did not hand out when it closes.
+	Release(ctx context.Context, id string, token uint64, after time.Duration) error
 
 	// Extend moves the deadline of the lease token on id to by from the
 	// store's now, or returns ErrLeaseLost, changing nothing, if token is
 	// not the current lease of id.
 	Extend(ctx context.Context, id string, token uint64, by time.Duration) error
 
-	// Reap ends up to limit leases whose deadline has passed, earliest
-	// first, as Retry does with the policy's back-off: a message whose
-	// attempt number is p.MaxAttempts or more dies, the others are pending
-	// again after p.Backoff(attempt). Their LastError becomes
-	// LeaseExpired.
-	Reap(ctx context.Context, limit int, p RetryPolicy) (Reaped, error)
+	// Expired returns up to limit (0 or more) leases whose deadline has
+	// passed on the store's clock, earliest deadline first, and changes
+	// nothing. The Queue ends each (see Reap) with a Retry with
+	// RetryParams.Expired, so that a lease extended meanwhile is kept.
+	Expired(ctx context.Context, limit int) (ExpiredLeases, error)
 
 	// Get returns what the store holds under id, or an error wrapping
 	// ErrNotFound.
@@ -115,8 +134,8 @@ type Store interface {
 
 	// List returns up to limit (1 or more) messages in state s, in order
 	// (pending by due time; in flight by lease deadline; dead by time of
-	// death; equal times in the order of the writes, which a store of
-	// several shards may keep within a shard only), starting after
+	// death; equal times in the order of the writes; within a shard only
+	// for a ShardedOrder store), starting after
 	// cursor ("" for the first page), and the cursor of the next page (""
 	// at the end). A cursor is a position in the order, not a message:
 	// the next page starts after it even if the message it was made from
@@ -144,6 +163,20 @@ type Store interface {
 	Close() error
 }
 
+// ShardedOrder is an optional interface of a Store that keeps its
+// messages in several shards and its orders within a shard only (Redis
+// WithShards). Such a store may weaken three rules of Store, and no
+// other: the order of Claim, Expired and List (by time, then by write)
+// holds among the messages of one shard, while messages of different
+// shards come in any order; and a Claim may hand out fewer than
+// Limit-Held due messages (each shard hands out its share), never more.
+// Shard returns the shard that holds, or would hold, the message id;
+// package durable/storetest checks the rules per shard with it. A store
+// that does not implement ShardedOrder keeps the full rules.
+type ShardedOrder interface {
+	Shard(id string) int
+}
+
 // Notifier is implemented by a store that other processes write to, such
 // as Redis. Wakeups returns a channel that receives when a message may
 // have become due earlier than this process knows: another process
@@ -162,7 +195,8 @@ type Lease struct {
 	Message
 	// Attempt is 1 on the first delivery of the message, 2 on the second.
 	Attempt int
-	// Token is the fencing token of this lease, for Ack, Retry and Extend.
+	// Token is the fencing token of this lease, for Ack, Retry, Release
+	// and Extend.
 	Token uint64
 	// Deadline is when the lease expires, and Ready when the message may
 	// be handed out (its due time, or the claim's now if later), both on
@@ -177,7 +211,24 @@ type Lease struct {
 	LastError string
 }
 
-// Claimed is what Claim returns.
+// ClaimParams are the parameters of Claim, all decided by the Queue.
+type ClaimParams struct {
+	// Limit is the most messages to lease (0 or more), and Held how many
+	// of them, at least, are not handed out by the Claim (see Claim).
+	Limit, Held int
+	// Lease is how long a lease lasts after its due time or the claim's
+	// now, whichever is later, and Ahead how far after now a message may
+	// be due and still be claimed (ahead).
+	Lease, Ahead time.Duration
+}
+
+// Claimed is what Claim returns. Leases and Now are required. NextDue and
+// NextDeadline are scheduling hints that a store must not give later than
+// they are: the Queue arms its timers with them, so a zero (none) or late
+// one while a message is pending or in flight delays that message until
+// another call (an Enqueue in this process, a Notifier's wake-up, a later
+// claim or reap) tells the truth; an early one only costs a claim or
+// Expired call that finds nothing. DueSoon is optional (see below).
 type Claimed struct {
 	// Leases are the messages claimed, earliest due first.
 	Leases []Lease
@@ -185,14 +236,55 @@ type Claimed struct {
 	Now time.Time
 	// NextDue is the due time of the earliest message still pending, and
 	// NextDeadline the earliest deadline of a lease in flight (including
-	// the ones just made), each the zero time if there is none.
+	// the ones just made), each the zero time if there is none. A store
+	// that cannot tell exactly may give an earlier time (Now, at worst).
 	NextDue, NextDeadline time.Time
 	// DueSoon counts the messages still pending that are due by the
 	// claim's horizon (its now plus ahead), or at least up to a cap of the
 	// store's choosing: how many more receivers a queue wakes to claim
-	// them. Zero means none, or that the store does not count: a queue
-	// then wakes one receiver if NextDue is within the horizon.
+	// them. It is optional: zero means none, or that the store does not
+	// count, and a queue then wakes one receiver if NextDue is within the
+	// horizon (which claims again, and so on).
 	DueSoon int
+}
+
+// RetryParams says how Retry ends a lease: every rule (death, back-off,
+// the error text's length) is the Queue's, and the store applies them.
+type RetryParams struct {
+	// After is the delay, from the store's now, after which the message
+	// is due again. Zero or less: at once. Ignored if Dead.
+	After time.Duration
+	// Dead makes the message dead instead of pending (its last attempt
+	// failed, see WithMaxAttempts).
+	Dead bool
+	// Error, if not empty, becomes the message's LastError, as it is.
+	Error string
+	// Expired asks Retry to end the lease only if its deadline has passed
+	// on the store's clock, and to return ErrLeaseLost otherwise: a reap
+	// (see Expired) must not end a lease that was extended since it read
+	// it.
+	Expired bool
+}
+
+// ExpiredLeases is what Expired returns.
+type ExpiredLeases struct {
+	// Leases are the leases whose deadline has passed, earliest deadline
+	// first.
+	Leases []ExpiredLease
+	// Now, NextDue and NextDeadline are as in Claimed (NextDeadline is the
+	// first lease's if there is one).
+	Now, NextDue, NextDeadline time.Time
+}
+
+// ExpiredLease is one lease that Expired returns.
+type ExpiredLease struct {
+	ID string
+	// Token is the lease's fencing token, and Attempt the message's
+	// attempt number (1 or more) with this lease.
+	Token   uint64
+	Attempt int
+	// Deadline is when the lease expired, on the store's clock.
+	Deadline time.Time
 }
 
 // Reaped is what Reap returns.
@@ -216,8 +308,8 @@ type RetryPolicy struct {
 // Delay is the back-off of a message whose attempt number attempt (1 or
 // more) failed: p.Backoff(attempt), or 0 if p.Backoff is nil. A panic in
 // Backoff, which is the user's code, comes back as an error, so that it
-// fails the Reap that called it and not the store. A Store's Reap calls it
-// for each message it makes pending again, and not for one that dies.
+// fails the Reap that called it and not the store. Reap calls it for each
+// message it makes pending again, and not for one that dies.
 func (p RetryPolicy) Delay(attempt int) (d time.Duration, err error) {
 	if p.Backoff == nil {
 		return 0, nil

@@ -16,12 +16,15 @@ import (
 // readings fall on either side of a step of a mock clock would hold its
 // message for the length of the step after its due time.
 
-// clockSharer is a store that can tell whether its clock is c.
-type clockSharer interface {
-	sharesClock(c clock.Clock) bool
+// LocalClock is an optional interface of a Store: a store that measures
+// time on a clock of this process implements it, and Clock returns that
+// clock (BoltStore and durable/memstore do; Redis, on the server's TIME,
+// does not). A Queue whose clock is the same one (both the machine's, or
+// the same *clock.Mock) keeps the store's instants as they are; with any
+// other store it converts them by the two clocks' nows (see Store).
+type LocalClock interface {
+	Clock() clock.Clock
 }
-
-func (s *BoltStore) sharesClock(c clock.Clock) bool { return sameClock(s.clock, c) }
 
 var realClockType = reflect.TypeOf(clock.New())
 
@@ -38,8 +41,8 @@ func sameClock(a, b clock.Clock) bool {
 
 // onStoreClock reports whether s measures time on c.
 func onStoreClock(s Store, c clock.Clock) bool {
-	cs, ok := s.(clockSharer)
-	return ok && cs.sharesClock(c)
+	lc, ok := s.(LocalClock)
+	return ok && sameClock(lc.Clock(), c)
 }
 
 // local converts t, an instant on the store's clock whose now was

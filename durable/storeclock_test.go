@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -21,8 +22,8 @@ type clockStepStore struct {
 	once sync.Once
 }
 
-func (s *clockStepStore) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (Claimed, error) {
-	c, err := s.BoltStore.Claim(ctx, limit, held, lease, ahead)
+func (s *clockStepStore) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
+	c, err := s.BoltStore.Claim(ctx, p)
 	s.once.Do(func() { s.mock.Add(s.step) })
 	return c, err
 }
@@ -70,4 +71,17 @@ func TestSameClock(t *testing.T) {
 	assert.False(t, sameClock(m1, m2), "two mocks")
 	assert.False(t, sameClock(m1, clock.New()))
 	assert.False(t, sameClock(clock.New(), m1))
+}
+
+// TestLocalClockStores: the stores on a clock of this process say which
+// (LocalClock), and a queue on the same clock keeps their instants.
+func TestLocalClockStores(t *testing.T) {
+	mock := clock.NewMock()
+	s, err := OpenBoltStore(filepath.Join(t.TempDir(), "q.db"), WithClock(mock))
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Same(t, mock, s.Clock())
+	assert.True(t, onStoreClock(s, mock))
+	assert.False(t, onStoreClock(s, clock.NewMock()), "another mock")
+	assert.False(t, onStoreClock(struct{ Store }{s}, mock), "a store that does not say")
 }

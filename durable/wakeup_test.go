@@ -18,9 +18,9 @@ type claimCounter struct {
 	claims atomic.Int64
 }
 
-func (s *claimCounter) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (Claimed, error) {
+func (s *claimCounter) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
 	s.claims.Add(1)
-	return s.Store.Claim(ctx, limit, held, lease, ahead)
+	return s.Store.Claim(ctx, p)
 }
 
 // TestAWakeUpWakesOneReceiverPerMessage: with 16 receivers waiting, k

@@ -86,14 +86,12 @@ func seed(t *testing.T, s durable.Store) time.Time {
 		{ID: "f1", Payload: []byte("in flight")},
 		{ID: "d1", Payload: []byte("dead one")},
 	}))
-	c, err := s.Claim(ctx, 10, 0, time.Hour, 0)
+	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 2, "f1 and d1 are due")
 	for _, l := range c.Leases {
 		if l.ID == "d1" {
-			dead, err := s.Retry(ctx, l.ID, l.Token, 0, 1, "card declined")
-			require.NoError(t, err)
-			require.True(t, dead)
+			require.NoError(t, s.Retry(ctx, l.ID, l.Token, durable.RetryParams{Dead: true, Error: "card declined"}))
 		}
 	}
 	st, err := s.Stats(ctx)

@@ -12,8 +12,9 @@
 // the messages go with the process.
 //
 // The rules that are the queue's rather than the store's come from
-// package durable: Message.Validate, durable.TruncateErrorText,
-// RetryPolicy.Delay and the cursors of FormatCursor and ParseCursor.
+// package durable: Message.Validate and the cursors of FormatCursor and
+// ParseCursor; death, back-off and error texts come in RetryParams, and
+// reaping is durable.Reap over Expired and Retry.
 // Package durable/storetest checks the store against the contract.
 package memstore
 
@@ -42,7 +43,10 @@ type Store struct {
 	token  uint64 // the last fencing token given
 }
 
-var _ durable.Store = (*Store)(nil)
+var (
+	_ durable.Store      = (*Store)(nil)
+	_ durable.LocalClock = (*Store)(nil)
+)
 
 // A message is what the store holds under one ID.
 type message struct {
@@ -74,6 +78,10 @@ func New(c clock.Clock) *Store {
 	}
 	return &Store{clock: c, msgs: make(map[string]*message)}
 }
+
+// Clock implements durable.LocalClock: it is the clock of New. A Queue on
+// the same clock keeps the store's instants as they are.
+func (s *Store) Clock() clock.Clock { return s.clock }
 
 // lock takes the mutex, or returns ErrClosed (with the mutex free) if the
 // store is closed. Every method but Close starts with it.
@@ -144,17 +152,14 @@ func (s *Store) withLease(id string, token uint64, f func(m *message)) error {
 	return nil
 }
 
-// fail ends the lease of m after a failed attempt: m dies if its attempt
-// number is maxAttempts or more, and is otherwise pending again after the
-// delay. It reports whether m died.
-func (s *Store) fail(m *message, now time.Time, after time.Duration, maxAttempts int) bool {
+// end ends the lease of m: m dies, or is pending again after the delay.
+func (s *Store) end(m *message, now time.Time, after time.Duration, dead bool) {
 	m.held = false
-	if m.attempt >= maxAttempts {
+	if dead {
 		s.place(m, durable.Dead, now)
-		return true
+		return
 	}
 	s.place(m, durable.Pending, now.Add(max(after, 0)))
-	return false
 }
 
 // Enqueue implements durable.Store. It checks every message before it
@@ -206,17 +211,17 @@ func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
 }
 
 // Claim implements durable.Store.
-func (s *Store) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (durable.Claimed, error) {
+func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claimed, error) {
 	if err := s.lock(); err != nil {
 		return durable.Claimed{}, err
 	}
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	horizon := now.Add(max(ahead, 0))
-	handOut := limit - max(held, 0) // how many due by now the claim may hand out
+	horizon := now.Add(max(p.Ahead, 0))
+	handOut := p.Limit - max(p.Held, 0) // how many due by now the claim may hand out
 	var c durable.Claimed
 	for _, m := range s.sorted(durable.Pending) {
-		if len(c.Leases) >= limit || m.at.After(horizon) {
+		if len(c.Leases) >= p.Limit || m.at.After(horizon) {
 			break
 		}
 		due := m.at
@@ -231,7 +236,7 @@ func (s *Store) Claim(ctx context.Context, limit, held int, lease, ahead time.Du
 		if !m.held {
 			handOut--
 		}
-		s.place(m, durable.InFlight, ready.Add(lease))
+		s.place(m, durable.InFlight, ready.Add(p.Lease))
 		c.Leases = append(c.Leases, durable.Lease{
 			Message:   durable.Message{ID: m.id, Payload: m.payload, Due: due},
 			Attempt:   m.attempt,
@@ -263,15 +268,31 @@ func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
 	return s.withLease(id, token, func(m *message) { delete(s.msgs, id) })
 }
 
-// Retry implements durable.Store.
-func (s *Store) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int, errText string) (dead bool, err error) {
-	err = s.withLease(id, token, func(m *message) {
-		if errText != "" {
-			m.lastError = durable.TruncateErrorText(errText)
+// Retry implements durable.Store. Whether the message dies, when it is
+// due and its error text are the caller's; the store applies them.
+func (s *Store) Retry(ctx context.Context, id string, token uint64, p durable.RetryParams) error {
+	lost := false
+	err := s.withLease(id, token, func(m *message) {
+		now := s.clock.Now()
+		if p.Expired && m.at.After(now) {
+			lost = true // extended since it was read: not expired
+			return
 		}
-		dead = s.fail(m, s.clock.Now(), after, maxAttempts)
+		if p.Error != "" {
+			m.lastError = p.Error
+		}
+		s.end(m, now, p.After, p.Dead)
 	})
-	return dead, err
+	if err == nil && lost {
+		err = durable.ErrLeaseLost
+	}
+	return err
+}
+
+// Release implements durable.Store: the message is pending again, its
+// attempt and LastError as they are.
+func (s *Store) Release(ctx context.Context, id string, token uint64, after time.Duration) error {
+	return s.withLease(id, token, func(m *message) { s.end(m, s.clock.Now(), after, false) })
 }
 
 // Extend implements durable.Store.
@@ -279,44 +300,21 @@ func (s *Store) Extend(ctx context.Context, id string, token uint64, by time.Dur
 	return s.withLease(id, token, func(m *message) { s.place(m, durable.InFlight, s.clock.Now().Add(by)) })
 }
 
-// Reap implements durable.Store. A Backoff that panics fails the Reap,
-// which then changes nothing.
-func (s *Store) Reap(ctx context.Context, limit int, p durable.RetryPolicy) (durable.Reaped, error) {
+// Expired implements durable.Store. It only reads.
+func (s *Store) Expired(ctx context.Context, limit int) (durable.ExpiredLeases, error) {
 	if err := s.lock(); err != nil {
-		return durable.Reaped{}, err
+		return durable.ExpiredLeases{}, err
 	}
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	var expired []*message
+	e := durable.ExpiredLeases{Now: now, NextDue: s.first(durable.Pending), NextDeadline: s.first(durable.InFlight)}
 	for _, m := range s.sorted(durable.InFlight) {
-		if len(expired) >= limit || m.at.After(now) {
+		if len(e.Leases) >= limit || m.at.After(now) {
 			break
 		}
-		expired = append(expired, m)
+		e.Leases = append(e.Leases, durable.ExpiredLease{ID: m.id, Token: m.token, Attempt: m.attempt, Deadline: m.at})
 	}
-	// The delays first, so that a panic leaves every lease as it was.
-	delays := make([]time.Duration, len(expired))
-	for i, m := range expired {
-		if m.attempt < p.MaxAttempts {
-			d, err := p.Delay(m.attempt)
-			if err != nil {
-				return durable.Reaped{}, err
-			}
-			delays[i] = d
-		}
-	}
-	var r durable.Reaped
-	for i, m := range expired {
-		m.lastError = durable.LeaseExpired
-		if s.fail(m, now, delays[i], p.MaxAttempts) {
-			r.Dead++
-		} else {
-			r.Returned++
-		}
-	}
-	r.Now = now
-	r.NextDue, r.NextDeadline = s.first(durable.Pending), s.first(durable.InFlight)
-	return r, nil
+	return e, nil
 }
 
 // info is what Get and List tell of m.

@@ -19,14 +19,17 @@ type result struct {
 	leases                     []durable.Lease
 	deadline                   int64 // of the leases
 	dueSoon                    int64 // pending messages left due by the horizon (Claim)
-	returned, dead             int   // by Reap
+	// read counts the expired leases a call of Expired read, and full is
+	// set if it read as many as asked: the shard may have more.
+	read int
+	full bool
 	// n counts the items of the call (leases, or leases ended) and bytes
 	// their payload bytes, for the limits of rounds.
 	n     int
 	bytes int64
 }
 
-// Claim implements durable.Store. A limit above MaxClaim is cut to it, and
+// Claim implements durable.Store. A p.Limit above MaxClaim is cut to it, and
 // the lease is rounded up to the microsecond. A Claim also stops at about
 // 4 MiB of payloads, leasing the message that would take it over only if
 // it is the first, so that no script holds Redis long (see the package
@@ -36,18 +39,18 @@ type result struct {
 // NextDeadline at Now, so that the caller comes back soon; if no shard
 // leased any, it returns the error.
 //
-// With shards, the leases a Claim hands out (limit-held at most) are
+// With shards, the leases a Claim hands out (p.Limit-p.Held at most) are
 // shared among the shards in proportion to what each is asked for in the
 // first round, rounded down, and what is left goes to the later rounds:
 // a Claim may hand out fewer than it could, never more.
-func (s *Store) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (durable.Claimed, error) {
+func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claimed, error) {
 	if s.closed.Load() {
 		return durable.Claimed{}, durable.ErrClosed
 	}
-	handOut := max(0, limit-max(held, 0))
-	limit = max(0, min(limit, MaxClaim))
+	handOut := max(0, p.Limit-max(p.Held, 0))
+	limit := max(0, min(p.Limit, MaxClaim))
 	handOut = min(handOut, limit)
-	us, aheadUS := micros(lease), micros(max(ahead, 0))
+	us, aheadUS := micros(p.Lease), micros(max(p.Ahead, 0))
 	share := handOutShares{total: handOut, limit: limit, called: make([]bool, len(s.shards))}
 	rs, failed, err := s.rounds(limit, maxReadBytes, func(sh, n int, bytes int64) (result, error) {
 		r, err := s.claimShard(ctx, sh, n, share.next(sh, n), us, aheadUS, bytes)
@@ -70,6 +73,12 @@ func (s *Store) Claim(ctx context.Context, limit, held int, lease, ahead time.Du
 	}
 	return c, nil
 }
+
+// Shard implements durable.ShardedOrder: the shard of id (see WithShards).
+// With shards, the order of Claim, Expired and List holds within a shard,
+// and a Claim may hand out fewer than Limit-Held. With one shard, every ID
+// is in shard 0, and the orders are the full ones.
+func (s *Store) Shard(id string) int { return shardOf(id, len(s.shards)) }
 
 // handOutShares splits the leases a Claim may hand out among its script
 // calls, one per shard in a first round (run at once: each gets its
@@ -178,94 +187,86 @@ func (s *Store) claimShard(ctx context.Context, sh, limit, handOut int, lease, a
 	return res, nil
 }
 
-// Reap implements durable.Store. A limit above MaxReap is cut to it.
-// p.Backoff is called only for leases that have expired, once for each
-// (each gets a sample of its own, for its own attempt), one call at a
-// time, and not at all when no lease has expired: a first script call
-// finds the attempts of the expired leases without changing anything, and
-// a second ends them with their back-offs. A Backoff that panics fails
-// the Reap, with an error, and changes nothing on the shard it was called
-// for. With shards, a shard that fails is handled as in Claim.
-func (s *Store) Reap(ctx context.Context, limit int, p durable.RetryPolicy) (durable.Reaped, error) {
+// Expired implements durable.Store. A limit above MaxReap is cut to it.
+// It only reads: one script call per shard (see expiredScript), and with
+// shards, as Claim, more rounds for what is missing; the leases of
+// several shards are merged by deadline, each shard's order kept. A
+// shard that fails is handled as in Claim.
+func (s *Store) Expired(ctx context.Context, limit int) (durable.ExpiredLeases, error) {
 	if s.closed.Load() {
-		return durable.Reaped{}, durable.ErrClosed
+		return durable.ExpiredLeases{}, durable.ErrClosed
 	}
 	limit = max(0, min(limit, MaxReap))
-	var backoff sync.Mutex // one call of p.Backoff at a time
+	// A later round of a shard reads on after what its earlier ones read:
+	// nothing changes in between, so the same leases would come again.
+	read := make([]int, len(s.shards)) // per shard; the first round's calls each write their own
 	rs, failed, err := s.rounds(limit, math.MaxInt64, func(sh, n int, _ int64) (result, error) {
-		return s.reapShard(ctx, sh, n, p, &backoff)
+		r, err := s.expiredShard(ctx, sh, n, read[sh])
+		read[sh] += r.read
+		return r, err
 	}, func(r result) bool {
-		return r.nextDeadline >= 0 && r.nextDeadline <= r.now
+		return r.full
 	})
 	if err != nil {
-		return durable.Reaped{}, wrap("reap", err)
+		return durable.ExpiredLeases{}, wrap("expired", err)
 	}
 	m := s.merge(rs, failed)
-	out := durable.Reaped{Now: instant(m.now), NextDue: instant(m.nextDue), NextDeadline: instant(m.nextDeadline)}
+	out := durable.ExpiredLeases{Now: instant(m.now), NextDue: instant(m.nextDue), NextDeadline: instant(m.nextDeadline)}
 	for _, r := range rs {
-		out.Returned += r.returned
-		out.Dead += r.dead
+		for _, l := range r.leases {
+			out.Leases = append(out.Leases, durable.ExpiredLease{ID: l.ID, Token: l.Token, Attempt: l.Attempt, Deadline: l.Deadline})
+		}
+	}
+	if len(rs) > 1 {
+		slices.SortStableFunc(out.Leases, func(a, b durable.ExpiredLease) int { return a.Deadline.Compare(b.Deadline) })
 	}
 	return out, nil
 }
 
-// reapShard reaps up to limit leases of shard sh: one script call if none
-// needs a back-off, two otherwise (see reapScript).
-func (s *Store) reapShard(ctx context.Context, sh, limit int, p durable.RetryPolicy, backoff *sync.Mutex) (result, error) {
-	mode := "ask"
-	if p.Backoff == nil {
-		mode = "zero"
+// expiredFields is the number of elements of each lease in
+// expiredScript's reply.
+const expiredFields = 4
+
+// expiredShard reads up to limit expired leases of shard sh. The leases
+// of its result carry ID, Token, Attempt and Deadline only.
+func (s *Store) expiredShard(ctx context.Context, sh, limit, skip int) (result, error) {
+	r, err := s.run(ctx, expiredScript, sh, limit, skip)
+	if err != nil {
+		return result{}, err
 	}
-	r, ask, err := s.reapCall(ctx, sh, limit, p.MaxAttempts, mode, nil)
-	if err != nil || len(ask) == 0 {
-		return r, err
+	a, err := replyArray(r, 5)
+	if err != nil {
+		return result{}, err
 	}
-	delays := make([]any, 0, 2*len(ask))
-	backoff.Lock()
-	for _, a := range ask {
-		d, err := p.Delay(a)
+	n, err := replyInts(append(a[:3:3], a[4]))
+	if err != nil {
+		return result{}, err
+	}
+	res := result{now: n[0], nextDue: n[1], nextDeadline: n[2], read: int(n[3])}
+	// A call for no lease (a shard's share of a small limit) reads none,
+	// and says whether the shard has any.
+	res.full = res.read == limit && (limit > 0 || res.nextDeadline >= 0 && res.nextDeadline <= res.now)
+	ls, err := replyArray(a[3], -1)
+	if err != nil {
+		return result{}, err
+	}
+	if len(ls)%expiredFields != 0 {
+		return result{}, fmt.Errorf("redisstore: expired: unexpected reply of %d elements", len(ls))
+	}
+	for i := 0; i < len(ls); i += expiredFields {
+		id, ok := ls[i].(string)
+		if !ok {
+			return result{}, fmt.Errorf("redisstore: expired: unexpected ID %T", ls[i])
+		}
+		nums, err := replyInts(ls[i+1 : i+4])
 		if err != nil {
-			backoff.Unlock()
 			return result{}, err
 		}
-		delays = append(delays, a, micros(d))
+		res.leases = append(res.leases, durable.Lease{Message: durable.Message{ID: id}, Attempt: int(nums[1]),
+			Token: uint64(nums[2]), Deadline: time.UnixMicro(nums[0])})
 	}
-	backoff.Unlock()
-	r, _, err = s.reapCall(ctx, sh, limit, p.MaxAttempts, "given", delays)
-	return r, err
-}
-
-// reapCall calls the reap script once, and returns its result and the
-// attempts it asks back-offs for.
-func (s *Store) reapCall(ctx context.Context, sh, limit, maxAttempts int, mode string, delays []any) (result, []int, error) {
-	args := append([]any{limit, maxAttempts, mode, s.deadMax(), micros(s.opts.deadAge)}, delays...)
-	r, err := s.run(ctx, reapScript, sh, args...)
-	if err != nil {
-		return result{}, nil, err
-	}
-	a, err := replyArray(r, 6)
-	if err != nil {
-		return result{}, nil, err
-	}
-	n, err := replyInts(a[:5])
-	if err != nil {
-		return result{}, nil, err
-	}
-	asked, err := replyArray(a[5], -1)
-	if err != nil {
-		return result{}, nil, err
-	}
-	attempts, err := replyInts(asked)
-	if err != nil {
-		return result{}, nil, err
-	}
-	ask := make([]int, len(attempts))
-	for i, at := range attempts {
-		ask[i] = int(at)
-	}
-	res := result{now: n[0], returned: int(n[1]), dead: int(n[2]), nextDue: n[3], nextDeadline: n[4]}
-	res.n = res.returned + res.dead
-	return res, ask, nil
+	res.n = len(res.leases)
+	return res, nil
 }
 
 // A shardResult is a result with the shard it came from.

@@ -57,13 +57,13 @@ func TestClaimKeepsLeasesOfAShardThatFailsLater(t *testing.T) {
 		msgs = append(msgs, msg(id, time.Time{}))
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	_, err := s.Claim(ctx, 0, 0, time.Minute, 0) // has Redis load the script
+	_, err := s.Claim(ctx, durable.ClaimParams{Limit: 0, Lease: time.Minute}) // has Redis load the script
 	require.NoError(t, err)
 	c.AddHook(failScript(s, claimScript, 0, func(call int64) bool { return call == 2 }))
 
 	// Shard 0 leases 5 in the first round (its share of 10), and fails
 	// when called for the 5 more it has.
-	cl, err := s.Claim(ctx, 10, 0, time.Minute, 0)
+	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, cl.Leases, 5)
 	st, err := s.Stats(ctx)
@@ -77,7 +77,7 @@ func TestClaimKeepsLeasesOfAShardThatFailsLater(t *testing.T) {
 	}
 
 	// The shard is back: the other five.
-	cl, err = s.Claim(ctx, 10, 0, time.Minute, 0)
+	cl, err = s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, cl.Leases, 5)
 }
@@ -101,39 +101,39 @@ func TestClaimWithAFailedShardComesBackSoon(t *testing.T) {
 		msgs = append(msgs, msg(id, time.Time{}))
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	_, err := s.Claim(ctx, 0, 0, time.Minute, 0)
+	_, err := s.Claim(ctx, durable.ClaimParams{Limit: 0, Lease: time.Minute})
 	require.NoError(t, err)
 	var down1, down0 atomic.Bool
 	down1.Store(true)
 	c.AddHook(failScript(s, claimScript, 1, func(int64) bool { return down1.Load() }))
 	c.AddHook(failScript(s, claimScript, 0, func(int64) bool { return down0.Load() }))
 
-	cl, err := s.Claim(ctx, 12, 0, time.Minute, 0)
+	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 12, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, cl.Leases, 10, "all of shard 0's due messages")
 	assert.True(t, cl.NextDue.Equal(cl.Now), "shard 0's next due is in an hour, but shard 1 has due messages: next due %v, now %v", cl.NextDue, cl.Now)
 
 	// Shard 0 has nothing due: nothing taken, the error comes back.
-	_, err = s.Claim(ctx, 12, 0, time.Minute, 0)
+	_, err = s.Claim(ctx, durable.ClaimParams{Limit: 12, Lease: time.Minute})
 	require.ErrorContains(t, err, "injected")
 	// Every shard fails.
 	down0.Store(true)
-	_, err = s.Claim(ctx, 12, 0, time.Minute, 0)
+	_, err = s.Claim(ctx, durable.ClaimParams{Limit: 12, Lease: time.Minute})
 	require.ErrorContains(t, err, "injected")
 
 	// Back up: shard 1's three.
 	down0.Store(false)
 	down1.Store(false)
-	cl, err = s.Claim(ctx, 12, 0, time.Minute, 0)
+	cl, err = s.Claim(ctx, durable.ClaimParams{Limit: 12, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, cl.Leases, 3)
 	assert.True(t, cl.NextDue.After(cl.Now))
 
 	// The same for Reap: shard 1 fails, shard 0 has nothing to reap.
-	_, err = s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 5})
+	_, err = durable.Reap(ctx, s, 10, durable.RetryPolicy{MaxAttempts: 5})
 	require.NoError(t, err)
-	c.AddHook(failScript(s, reapScript, 1, func(int64) bool { return true }))
-	_, err = s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 5})
+	c.AddHook(failScript(s, expiredScript, 1, func(int64) bool { return true }))
+	_, err = durable.Reap(ctx, s, 10, durable.RetryPolicy{MaxAttempts: 5})
 	require.ErrorContains(t, err, "injected")
 }
 
@@ -150,7 +150,7 @@ func TestReapBackoffPanicIsAnError(t *testing.T) {
 
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 	waitClaim(t, s, 0, 1) // a lease that expires at once
-	_, err = s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 5, Backoff: boom})
+	_, err = durable.Reap(ctx, s, 10, durable.RetryPolicy{MaxAttempts: 5, Backoff: boom})
 	require.ErrorContains(t, err, "panicked for attempt 1: boom")
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
@@ -159,7 +159,7 @@ func TestReapBackoffPanicIsAnError(t *testing.T) {
 	_, err = durable.New(s, durable.WithBackoff(boom))
 	require.ErrorContains(t, err, "panicked")
 
-	r, err := s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 5, Backoff: func(int) time.Duration { return time.Hour }})
+	r, err := durable.Reap(ctx, s, 10, durable.RetryPolicy{MaxAttempts: 5, Backoff: func(int) time.Duration { return time.Hour }})
 	require.NoError(t, err)
 	assert.Equal(t, 1, r.Returned)
 	assert.WithinDuration(t, r.Now.Add(time.Hour), r.NextDue, time.Second)
@@ -177,7 +177,7 @@ func TestReapCallsBackoffOncePerExpiredLease(t *testing.T) {
 	}
 	p := durable.RetryPolicy{MaxAttempts: 100, Backoff: backoff}
 
-	r, err := s.Reap(ctx, 10, p)
+	r, err := durable.Reap(ctx, s, 10, p)
 	require.NoError(t, err)
 	assert.Zero(t, r.Returned+r.Dead)
 	assert.Empty(t, asked, "nothing in flight")
@@ -186,7 +186,7 @@ func TestReapCallsBackoffOncePerExpiredLease(t *testing.T) {
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("old", time.Time{})}))
 	for range 69 {
 		waitClaim(t, s, 0, 1)
-		r, err := s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 100})
+		r, err := durable.Reap(ctx, s, 10, durable.RetryPolicy{MaxAttempts: 100})
 		require.NoError(t, err)
 		require.Equal(t, 1, r.Returned)
 	}
@@ -194,7 +194,7 @@ func TestReapCallsBackoffOncePerExpiredLease(t *testing.T) {
 	ls := waitClaim(t, s, time.Hour, 4)
 	require.Equal(t, []string{"old", "x", "y", "z"}, ids(ls))
 	assert.Equal(t, 70, ls[0].Attempt)
-	r, err = s.Reap(ctx, 10, p)
+	r, err = durable.Reap(ctx, s, 10, p)
 	require.NoError(t, err)
 	assert.Zero(t, r.Returned+r.Dead)
 	assert.Empty(t, asked, "leases in flight, none expired")
@@ -202,7 +202,7 @@ func TestReapCallsBackoffOncePerExpiredLease(t *testing.T) {
 	for _, l := range ls {
 		require.NoError(t, s.Extend(ctx, l.ID, l.Token, 0))
 	}
-	r, err = s.Reap(ctx, 10, p)
+	r, err = durable.Reap(ctx, s, 10, p)
 	require.NoError(t, err)
 	assert.Equal(t, 4, r.Returned)
 	assert.Equal(t, []int{70, 1, 1, 1}, asked, "one call per lease, in order, with its attempt")

@@ -41,13 +41,13 @@
 // rounded up to the microsecond, so a message is never claimed before its
 // Due. Every time a script needs "now" it asks Redis (TIME), never the
 // client, so a client whose clock is ahead cannot have a message claimed
-// early, and Claimed.Now and Reaped.Now are Redis's clock.
+// early, and Claimed.Now and ExpiredLeases.Now are Redis's clock.
 //
 // Members of the pending and dead sets are the ID behind a prefix of 20
 // bytes: 4 digits of the due time's nanoseconds within the microsecond of
 // the score, then 16 hex digits of a per-shard sequence number, taken
 // from the seq counter whenever a message becomes pending (Enqueue, Retry,
-// Requeue, Reap) or dies. Redis orders members of equal score bytewise,
+// Release, Requeue) or dies. Redis orders members of equal score bytewise,
 // so messages come out by due time to the nanosecond, then, for equal due
 // times, in the order they became pending, exactly; and a message is
 // delivered with its exact Due.
@@ -81,11 +81,11 @@
 // # Scripts and fencing
 //
 // Enqueue, Claim (which promotes due messages and leases them at once),
-// Confirm, Ack, Retry, Extend, Cancel, Requeue and Reap are each one Lua
-// script,
+// Confirm, Ack, Retry, Release, Extend, Cancel, Requeue and Expired are
+// each one Lua script,
 // run with EVALSHA (EVAL when Redis does not have it cached), so each is
-// atomic. Claim and Reap handle at most MaxClaim and MaxReap messages per
-// call, so a backlog of millions coming due at once never blocks Redis
+// atomic. Claim and Expired handle at most MaxClaim and MaxReap messages
+// per call, so a backlog of millions coming due at once never blocks Redis
 // for more than a few milliseconds; and a Claim, like each script of
 // DeadLetters, reads about 4 MiB of payloads at most (one message if it is
 // larger), so that large payloads do not hold Redis either. Each claim
@@ -113,7 +113,7 @@
 //
 // Dead letters are kept up to DefaultDeadLetterCount messages and
 // DefaultDeadLetterAge (WithDeadLetterRetention): the scripts that make a
-// message die, and every Reap, delete the oldest beyond the count and
+// message die (a Retry that kills) delete the oldest beyond the count and
 // those older than the age, up to 100 a call.
 //
 // # Wake-ups
@@ -147,12 +147,11 @@
 //
 // # Back-off
 //
-// Reap calls the RetryPolicy's Backoff only when a lease has expired, once
-// for each such lease, with its attempt (however high), so each gets a
-// delay of its own, and one call at a time within a Reap: a first script
-// call finds the expired leases and their attempts, changing nothing, and
-// a second ends them with their delays. A Backoff that panics fails the
-// Reap with an error.
+// The store has no back-off of its own: a Queue reaps (durable.Reap) by
+// reading the expired leases (Expired, a read-only script), computing
+// each one's back-off or death itself, and ending each lease with a
+// Retry that holds only if the lease is still the same and still expired.
+// A reap of k leases is thus one script per shard and k short ones.
 //
 // # Safety
 //

@@ -48,12 +48,11 @@ func TestMessagesOfTheFormerLayout(t *testing.T) {
 	require.Len(t, list, 2)
 	assert.Equal(t, "with-nonce", list[0].ID)
 
-	cl, err := s.Claim(ctx, 1, 0, time.Minute, 0)
+	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, cl.Leases, 1)
-	dead, err := s.Retry(ctx, cl.Leases[0].ID, cl.Leases[0].Token, 0, 1, "failed once")
+	err = s.Retry(ctx, cl.Leases[0].ID, cl.Leases[0].Token, durable.RetryParams{Dead: true, Error: "failed once"})
 	require.NoError(t, err)
-	require.True(t, dead)
 	info, err := s.Get(ctx, "with-nonce")
 	require.NoError(t, err)
 	assert.Equal(t, durable.Dead, info.State)
@@ -128,11 +127,11 @@ func redisZ(score int64, member string) redis.Z {
 func TestAckAndCancelDeleteTheErrorText(t *testing.T) {
 	s, c, _ := newTestStore(t)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: "acked"}, {ID: "cancelled"}}))
-	first, err := s.Claim(ctx, 2, 0, time.Minute, 0)
+	first, err := s.Claim(ctx, durable.ClaimParams{Limit: 2, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, first.Leases, 2)
 	for _, l := range first.Leases {
-		_, err := s.Retry(ctx, l.ID, l.Token, 0, 10, "failed")
+		err := s.Retry(ctx, l.ID, l.Token, durable.RetryParams{Error: "failed"})
 		require.NoError(t, err)
 	}
 	assert.Equal(t, int64(2), hashLen(t, c, s, keyError))
@@ -140,7 +139,7 @@ func TestAckAndCancelDeleteTheErrorText(t *testing.T) {
 	found, err := s.Cancel(ctx, "cancelled")
 	require.NoError(t, err)
 	require.True(t, found)
-	cl, err := s.Claim(ctx, 2, 0, time.Minute, 0)
+	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 2, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, cl.Leases, 1)
 	assert.Equal(t, "failed", cl.Leases[0].LastError)

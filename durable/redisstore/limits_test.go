@@ -51,7 +51,7 @@ func TestScriptsAreShort(t *testing.T) {
 	claimed := 0
 	for {
 		k := measure(func() int {
-			cl, err := s.Claim(ctx, n, 0, 0, 0)
+			cl, err := s.Claim(ctx, durable.ClaimParams{Limit: n})
 			require.NoError(t, err)
 			return len(cl.Leases)
 		})
@@ -64,16 +64,25 @@ func TestScriptsAreShort(t *testing.T) {
 	require.Equal(t, n, claimed)
 	reaped := 0
 	for {
+		// A reap is one read (Expired) and a short script per lease.
+		var x durable.ExpiredLeases
 		k := measure(func() int {
-			r, err := s.Reap(ctx, n, durable.RetryPolicy{MaxAttempts: 1})
+			var err error
+			x, err = s.Expired(ctx, n)
 			require.NoError(t, err)
-			return r.Dead
+			return len(x.Leases)
 		})
 		if k == 0 {
 			break
 		}
 		assert.LessOrEqual(t, k, MaxReap)
-		reaped += k
+		for _, l := range x.Leases {
+			k := measure(func() int {
+				require.NoError(t, s.Retry(ctx, l.ID, l.Token, durable.RetryParams{Dead: true, Expired: true}))
+				return 1
+			})
+			reaped += k
+		}
 	}
 	require.Equal(t, n, reaped)
 
@@ -158,7 +167,7 @@ func TestClaimStopsAtMaxReadBytes(t *testing.T) {
 		for len(claimed) < n {
 			calls++
 			require.LessOrEqual(t, calls, n, "%s: claimed %d of %d", s.Queue(), len(claimed), n)
-			cl, err := s.Claim(ctx, MaxClaim, 0, time.Minute, 0)
+			cl, err := s.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
 			require.NoError(t, err)
 			require.NotEmpty(t, cl.Leases, s.Queue())
 			assert.LessOrEqual(t, payloadBytes(cl.Leases), maxReadBytes, s.Queue())
@@ -177,7 +186,7 @@ func TestClaimStopsAtMaxReadBytes(t *testing.T) {
 	setMaxReadBytes(t, 100<<10)
 	s := openStore(t, c, "small")
 	require.NoError(t, s.Enqueue(ctx, bigMessages("m", 2)))
-	cl, err := s.Claim(ctx, MaxClaim, 0, time.Minute, 0)
+	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m00000"}, ids(cl.Leases), "the first message, whatever its size")
 }
@@ -193,9 +202,8 @@ func TestDeadLettersPagesStopAtMaxReadBytes(t *testing.T) {
 	ls := claimAll(t, s, 0)
 	require.Len(t, ls, n)
 	for _, l := range ls {
-		dead, err := s.Retry(ctx, l.ID, l.Token, 0, 1, "")
+		err := s.Retry(ctx, l.ID, l.Token, durable.RetryParams{Dead: true})
 		require.NoError(t, err)
-		require.True(t, dead)
 	}
 	_, err := s.DeadLetters(ctx, 1) // has Redis load the script
 	require.NoError(t, err)

@@ -79,7 +79,7 @@ func claimAll(t testing.TB, s *Store, lease time.Duration) []durable.Lease {
 	t.Helper()
 	var out []durable.Lease
 	for {
-		c, err := s.Claim(context.Background(), MaxClaim, 0, lease, 0)
+		c, err := s.Claim(context.Background(), durable.ClaimParams{Limit: MaxClaim, Lease: lease})
 		require.NoError(t, err)
 		if len(c.Leases) == 0 {
 			return out
@@ -97,7 +97,7 @@ func waitClaim(t testing.TB, s *Store, lease time.Duration, n int) []durable.Lea
 		if time.Now().After(deadline) {
 			t.Fatalf("claimed %d of %d messages", len(out), n)
 		}
-		c, err := s.Claim(context.Background(), n-len(out), 0, lease, 0)
+		c, err := s.Claim(context.Background(), durable.ClaimParams{Limit: n - len(out), Lease: lease})
 		require.NoError(t, err)
 		out = append(out, c.Leases...)
 		if len(c.Leases) == 0 {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
 // MaxShards is the largest shard count WithShards accepts.
@@ -22,8 +24,7 @@ type options struct {
 	allowEviction  bool
 	safetyPoll     time.Duration
 	startTimeout   time.Duration
-	deadCount      int
-	deadAge        time.Duration
+	retention      durable.Retention
 	replicas       int
 	replicaTimeout time.Duration
 }
@@ -34,8 +35,7 @@ func defaultOptions() options {
 		logger:       slog.New(slog.DiscardHandler),
 		safetyPoll:   DefaultSafetyPoll,
 		startTimeout: 10 * time.Second,
-		deadCount:    DefaultDeadLetterCount,
-		deadAge:      DefaultDeadLetterAge,
+		retention:    durable.DefaultRetention,
 	}
 }
 
@@ -47,12 +47,10 @@ func (o *options) check() error {
 		return fmt.Errorf("redisstore: WithSafetyPoll(%v): negative interval", o.safetyPoll)
 	case o.replicas < 0 || o.replicaTimeout < 0:
 		return fmt.Errorf("redisstore: WithReplicas(%d, %v): negative count or timeout", o.replicas, o.replicaTimeout)
-	case o.deadCount < 0 || o.deadAge < 0:
-		return fmt.Errorf("redisstore: WithDeadLetterRetention(%d, %v): negative limit", o.deadCount, o.deadAge)
 	case o.startTimeout <= 0:
 		return fmt.Errorf("redisstore: WithStartTimeout(%v): the timeout must be positive", o.startTimeout)
 	}
-	return nil
+	return o.retention.Validate()
 }
 
 // WithShards spreads the queue over n hash tags, {queue:0} to {queue:n-1},
@@ -109,14 +107,15 @@ func WithStartTimeout(d time.Duration) Option {
 	return func(o *options) { o.startTimeout = d }
 }
 
-// Default dead-letter retention (see WithDeadLetterRetention).
+// Default dead-letter retention (see WithDeadLetterRetention): those of
+// package durable (durable.DefaultRetention).
 const (
-	DefaultDeadLetterCount = 10_000
-	DefaultDeadLetterAge   = 7 * 24 * time.Hour
+	DefaultDeadLetterCount = durable.DefaultDeadLetterCount
+	DefaultDeadLetterAge   = durable.DefaultDeadLetterAge
 )
 
 // WithDeadLetterRetention bounds the dead letters of the queue: when a
-// message dies, and whenever a queue reaps, the oldest dead letters beyond
+// message dies, the oldest dead letters beyond
 // maxCount, and those dead for longer than maxAge, are deleted for good
 // (up to 100 at a time, which keeps up with any rate of deaths). Zero
 // means no limit of that kind. The defaults are DefaultDeadLetterCount
@@ -126,5 +125,5 @@ const (
 // maxCount/n (rounded up). Every store of a queue should use the same
 // retention; each applies its own when it trims.
 func WithDeadLetterRetention(maxCount int, maxAge time.Duration) Option {
-	return func(o *options) { o.deadCount, o.deadAge = maxCount, maxAge }
+	return func(o *options) { o.retention = durable.Retention{MaxCount: maxCount, MaxAge: maxAge} }
 }

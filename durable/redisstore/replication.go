@@ -10,7 +10,7 @@ import (
 )
 
 // ErrNotReplicated is returned by a write (Enqueue, Claim, Confirm, Ack,
-// Retry, Extend, Cancel, Requeue, Reap) of a store made WithReplicas when
+// Retry, Release, Extend, Cancel, Requeue) of a store made WithReplicas when
 // fewer replicas than asked confirmed it in time. The write is done on
 // the primary, and is not known to be on the replicas: a failover now may
 // lose it. An Enqueue or Cancel may be repeated (it is an upsert, or

@@ -61,7 +61,7 @@ func TestFailoverKeepsWritesConfirmedByReplicas(t *testing.T) {
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: "batch-a"}, {ID: "batch-b"}}))
 	acked := map[string]bool{}
 	for range n / 2 {
-		c, err := s.Claim(ctx, 1, 0, time.Minute, 0)
+		c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
 		l := c.Leases[0]
@@ -75,7 +75,7 @@ func TestFailoverKeepsWritesConfirmedByReplicas(t *testing.T) {
 	st, err := s2.Stats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, durable.Stats{Pending: n - n/2 + 2, NextDue: st.NextDue}, st)
-	c, err := s2.Claim(ctx, MaxClaim, 0, time.Minute, 0)
+	c, err := s2.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
 	require.NoError(t, err)
 	got := map[string]bool{}
 	for _, l := range c.Leases {
@@ -103,7 +103,7 @@ func TestWritesFailWhenReplicasDoNotConfirm(t *testing.T) {
 	err := s.Enqueue(ctx, []durable.Message{{ID: "b"}})
 	require.ErrorIs(t, err, ErrNotReplicated)
 	assert.GreaterOrEqual(t, time.Since(began), 200*time.Millisecond)
-	_, err = s.Claim(ctx, 1, 0, time.Minute, 0)
+	_, err = s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
 	require.ErrorIs(t, err, ErrNotReplicated)
 	_, err = s.Cancel(ctx, "b")
 	require.ErrorIs(t, err, ErrNotReplicated)

@@ -19,12 +19,11 @@ func killAll(t *testing.T, s *Store, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
 		require.NoError(t, s.Enqueue(ctx, []durable.Message{msg(id, time.Time{})}))
-		c, err := s.Claim(ctx, 1, 0, time.Minute, 0)
+		c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
-		dead, err := s.Retry(ctx, id, c.Leases[0].Token, 0, 1, "killed")
+		err = s.Retry(ctx, id, c.Leases[0].Token, durable.RetryParams{Dead: true, Error: "killed"})
 		require.NoError(t, err)
-		require.True(t, dead)
 	}
 }
 
@@ -68,11 +67,8 @@ func TestDeadLetterRetentionByAge(t *testing.T) {
 	for redisNow(t, c).Before(past) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	_, err := s.Reap(ctx, 10, durable.RetryPolicy{MaxAttempts: 1})
-	require.NoError(t, err)
-	assert.Empty(t, deadIDs(t, s), "a reap trims the dead letters past the age")
 	killAll(t, s, "new")
-	assert.Equal(t, []string{"new"}, deadIDs(t, s))
+	assert.Equal(t, []string{"new"}, deadIDs(t, s), "a death trims the dead letters past the age")
 	assert.Equal(t, int64(1), hashLen(t, c, s, keyMeta))
 	assert.Equal(t, int64(1), hashLen(t, c, s, keyError))
 	assert.Equal(t, int64(1), hashLen(t, c, s, keyEnqueued))
@@ -85,12 +81,12 @@ func TestDeadLetterRetentionBoundsABurst(t *testing.T) {
 		ids = append(ids, fmt.Sprintf("m%03d", i))
 	}
 	require.NoError(t, s.Enqueue(ctx, msgsOf(ids)))
-	c, err := s.Claim(ctx, 300, 0, time.Millisecond, 0)
+	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 300, Lease: time.Millisecond})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 300)
 	time.Sleep(5 * time.Millisecond) // past the leases' deadline
 	for {
-		r, err := s.Reap(ctx, MaxReap, durable.RetryPolicy{MaxAttempts: 1})
+		r, err := durable.Reap(ctx, s, MaxReap, durable.RetryPolicy{MaxAttempts: 1})
 		require.NoError(t, err)
 		if r.Dead == 0 {
 			break
@@ -99,7 +95,7 @@ func TestDeadLetterRetentionBoundsABurst(t *testing.T) {
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
 	assert.LessOrEqual(t, st.Dead, 10+100, "each reap trims up to 100")
-	_, err = s.Reap(ctx, MaxReap, durable.RetryPolicy{MaxAttempts: 1})
+	_, err = durable.Reap(ctx, s, MaxReap, durable.RetryPolicy{MaxAttempts: 1})
 	require.NoError(t, err)
 	st, err = s.Stats(ctx)
 	require.NoError(t, err)
@@ -109,8 +105,7 @@ func TestDeadLetterRetentionBoundsABurst(t *testing.T) {
 
 func TestDeadLetterRetentionDefaults(t *testing.T) {
 	s, _, _ := newTestStore(t)
-	assert.Equal(t, DefaultDeadLetterCount, s.opts.deadCount)
-	assert.Equal(t, DefaultDeadLetterAge, s.opts.deadAge)
+	assert.Equal(t, durable.DefaultRetention, s.opts.retention)
 	_, err := New(s.client, "q", WithDeadLetterRetention(-1, 0))
 	require.Error(t, err)
 }

@@ -102,7 +102,7 @@ end
 
 -- trim_dead deletes the oldest dead messages beyond maxn (0: no limit)
 -- and those that died before now - maxage microseconds (0: no limit), at
--- most 100 a call, so that a call stays short; every death and every reap
+-- most 100 a call, so that a call stays short; every death
 -- calls it, which keeps up. It returns how many it deleted.
 local function trim_dead(now, maxn, maxage)
   local gone = {}
@@ -281,22 +281,32 @@ redis.call('HDEL', Q, id)
 return 1
 `)
 
-// retryScript ends the lease ARGV[2] of the in-flight message ARGV[1]: it
-// dies if its attempt is ARGV[4] or more (and the dead letters are trimmed
-// to ARGV[5] messages and ARGV[6] microseconds of age, see trim_dead),
-// and is otherwise pending again
-// ARGV[3] microseconds from now. ARGV[7], if not empty, becomes its last
-// error's text. It returns 1 if the message died, 0 if it
-// is pending, -1 if the lease is lost.
+// retryScript ends the lease of an in-flight message, as the caller
+// decided (death, delay and error text are durable's rules, not the
+// script's). It serves Retry and Release.
+//
+//	KEYS    the shard's (see above)
+//	ARGV[1] ID
+//	ARGV[2] token of the lease
+//	ARGV[3] delay in microseconds: pending again that long from now
+//	ARGV[4] '1': the message dies instead (and the dead letters are
+//	        trimmed, see trim_dead)
+//	ARGV[5] dead letters kept at most (0: no limit)
+//	ARGV[6] age in microseconds after which dead letters go (0: none)
+//	ARGV[7] error text, kept as the last error if not empty
+//	ARGV[8] '1': end the lease only if its deadline has passed
+//	returns 1 if the message died, 0 if it is pending, -1 if the lease is
+//	        lost (or, with ARGV[8], has not expired): nothing written then
 var retryScript = redis.NewScript(prelude + `
 local id = ARGV[1]
 local m = meta(redis.call('HGET', M, id))
 if not leased(m, ARGV[2]) then return -1 end
 local now = now_us()
+if ARGV[8] == '1' and tonumber(redis.call('ZSCORE', F, id) or 0) > now then return -1 end
 redis.call('ZREM', F, id)
 if ARGV[7] ~= '' then redis.call('HSET', E, id, ARGV[7]) end
 local pre = prefix('1000', redis.call('INCR', S))
-if m.att >= tonumber(ARGV[4]) then
+if ARGV[4] == '1' then
   redis.call('ZADD', D, num(now), pre .. id)
   redis.call('HSET', M, id, mkmeta('d', pre, m.att, 0, m))
   trim_dead(now, tonumber(ARGV[5]), tonumber(ARGV[6]))
@@ -373,120 +383,40 @@ notify(before, head(P))
 return 1
 `)
 
-// reapScript ends up to ARGV[1] leases whose deadline has passed, earliest
-// first: a message whose attempt is ARGV[2] or more dies, the others are
-// pending again after a back-off, each with the last error "lease
-// expired" (durable.LeaseExpired); then it trims the dead letters to
-// ARGV[4] messages and ARGV[5] microseconds of age (see trim_dead).
-// ARGV[3] says where the back-offs come from:
+// expiredScript reads the leases whose deadline has passed, earliest
+// first; it only reads (a reap then ends each with retryScript).
 //
-//   - "zero": there is none, the messages are due at once;
-//   - "ask": the script reaps nothing if a lease it would end needs a
-//     back-off, and returns the attempt of each such lease, in order,
-//     for the caller to compute their back-offs and call again with them;
-//   - "given": ARGV[6], ARGV[7], ... are pairs of an attempt and a
-//     back-off in microseconds, each used once, by the leases of that
-//     attempt in order; the script stops at the first lease whose
-//     attempt has no back-off left (leases that expired since the "ask"
-//     call), leaving it and the later ones for the next call.
-//
-// It returns {now, returned, dead, next due, next deadline, {attempt,
-// ...}}, the attempts being those asked for ("ask" only; nothing is
-// written then).
-var reapScript = redis.NewScript(prelude + `
+//	KEYS    the shard's (see above)
+//	ARGV[1] the most leases to return (0 or more)
+//	ARGV[2] how many expired leases to skip first (a later page)
+//	returns {now, next due, next deadline, {ID, deadline, attempt, token,
+//	        ...}, leases read}, times in microseconds, a missing next due
+//	        or deadline -1; a lease whose meta is not in flight is read
+//	        (counted) but left out
+var expiredScript = redis.NewScript(prelude + `
 local now = now_us()
 local limit = tonumber(ARGV[1])
-local maxa = tonumber(ARGV[2])
-local mode = ARGV[3]
-local returned, died = 0, 0
-local before = head(P)
+local out = {}
+local n = 0
 if limit > 0 then
-  local ids = redis.call('ZRANGEBYSCORE', F, '-inf', num(now), 'LIMIT', 0, limit)
+  local r = redis.call('ZRANGEBYSCORE', F, '-inf', num(now), 'WITHSCORES', 'LIMIT', tonumber(ARGV[2]), limit)
+  n = #r / 2
+  local ids = {}
+  for i = 1, #r / 2 do ids[i] = r[2 * i - 1] end
   if #ids > 0 then
     local metas = redis.call('HMGET', M, unpack(ids))
-    local ms = {}
-    local ask = {}
     for i = 1, #ids do
       local m = meta(metas[i])
-      if m and m.st ~= 'f' and m.st ~= 'a' then m = nil end
-      ms[i] = m
-      if m and m.att < maxa then ask[#ask + 1] = m.att end
-    end
-    if mode == 'ask' and #ask > 0 then
-      return {now, 0, 0, head(P), head(F), ask}
-    end
-    local backoffs, used = {}, {}
-    if mode == 'given' then
-      for j = 6, #ARGV - 1, 2 do
-        local q = backoffs[ARGV[j]]
-        if not q then
-          q = {}
-          backoffs[ARGV[j]] = q
-        end
-        q[#q + 1] = tonumber(ARGV[j + 1])
+      if m and (m.st == 'f' or m.st == 'a') then
+        out[#out + 1] = ids[i]
+        out[#out + 1] = r[2 * i]
+        out[#out + 1] = m.att
+        out[#out + 1] = m.tok
       end
-    end
-    -- The delay of each lease ended, or false for a death; k leases are
-    -- ended, in order.
-    local delays = {}
-    local k = 0
-    for i = 1, #ids do
-      local m = ms[i]
-      if m and m.att < maxa then
-        local delay = 0
-        if mode == 'given' then
-          local a = tostring(m.att)
-          local u = (used[a] or 0) + 1
-          local q = backoffs[a]
-          if not q or not q[u] then break end
-          used[a] = u
-          delay = q[u]
-        end
-        delays[i] = delay
-      else
-        delays[i] = false
-      end
-      k = i
-    end
-    if k > 0 then
-      local gone = {}
-      for i = 1, k do gone[i] = ids[i] end
-      redis.call('ZREM', F, unpack(gone))
-      local seq = redis.call('INCRBY', S, k) - k
-      local pargs, dargs, hargs, eargs = {}, {}, {}, {}
-      local snow = num(now)
-      for i = 1, k do
-        local m = ms[i]
-        seq = seq + 1
-        if m then
-          eargs[#eargs + 1] = ids[i]
-          eargs[#eargs + 1] = 'lease expired'
-          local pre = prefix('1000', seq)
-          if delays[i] == false then
-            dargs[#dargs + 1] = snow
-            dargs[#dargs + 1] = pre .. ids[i]
-            hargs[#hargs + 1] = ids[i]
-            hargs[#hargs + 1] = mkmeta('d', pre, m.att, 0, m)
-            died = died + 1
-          else
-            pargs[#pargs + 1] = num(now + delays[i])
-            pargs[#pargs + 1] = pre .. ids[i]
-            hargs[#hargs + 1] = ids[i]
-            hargs[#hargs + 1] = mkmeta('p', pre, m.att, 0, m)
-            returned = returned + 1
-          end
-        end
-      end
-      if #pargs > 0 then redis.call('ZADD', P, unpack(pargs)) end
-      if #dargs > 0 then redis.call('ZADD', D, unpack(dargs)) end
-      if #hargs > 0 then redis.call('HSET', M, unpack(hargs)) end
-      if #eargs > 0 then redis.call('HSET', E, unpack(eargs)) end
     end
   end
 end
-notify(before, head(P))
-trim_dead(now, tonumber(ARGV[4]), tonumber(ARGV[5]))
-return {now, returned, died, head(P), head(F), {}}
+return {now, head(P), head(F), out, n}
 `)
 
 // deadScript returns up to ARGV[2] dead messages from rank ARGV[1], in the

@@ -21,7 +21,8 @@ const (
 	// MaxClaim is the most messages one Claim leases: a larger limit is
 	// cut to it.
 	MaxClaim = 500
-	// MaxReap is the most leases one Reap ends.
+	// MaxReap is the most expired leases one Expired returns (and so one
+	// durable.Reap ends).
 	MaxReap = 500
 	// maxEnqueueScript is the most messages, and maxEnqueueBytes the most
 	// payload bytes, one enqueue script writes. A larger Enqueue runs
@@ -360,20 +361,36 @@ func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
 
 // Retry implements durable.Store. The delay is rounded up to the
 // microsecond. The error text is kept in the hash tw:{queue}:error.
-func (s *Store) Retry(ctx context.Context, id string, token uint64, after time.Duration, maxAttempts int, errText string) (bool, error) {
+func (s *Store) Retry(ctx context.Context, id string, token uint64, p durable.RetryParams) error {
+	return s.endLease(ctx, "retry", id, token, p)
+}
+
+// Release implements durable.Store. The delay is rounded up to the
+// microsecond.
+func (s *Store) Release(ctx context.Context, id string, token uint64, after time.Duration) error {
+	return s.endLease(ctx, "release", id, token, durable.RetryParams{After: after})
+}
+
+// endLease runs retryScript, one call, for Retry and Release.
+func (s *Store) endLease(ctx context.Context, op, id string, token uint64, p durable.RetryParams) error {
 	r, err := s.run(ctx, retryScript, shardOf(id, len(s.shards)),
-		id, tokenString(token), micros(after), maxAttempts, s.deadMax(), micros(s.opts.deadAge),
-		durable.TruncateErrorText(errText))
+		id, tokenString(token), micros(max(p.After, 0)), flag(p.Dead), s.deadMax(), micros(s.opts.retention.MaxAge),
+		p.Error, flag(p.Expired))
 	if err != nil {
-		return false, wrap("retry", err)
+		return wrap(op, err)
 	}
-	switch r {
-	case int64(0):
-		return false, nil
-	case int64(1):
-		return true, nil
+	if r == int64(-1) {
+		return durable.ErrLeaseLost
 	}
-	return false, durable.ErrLeaseLost
+	return nil
+}
+
+// flag is a script's boolean argument.
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // Extend implements durable.Store. The duration is rounded up to the
@@ -516,7 +533,7 @@ func (s *Store) DeadLetters(ctx context.Context, limit int) ([]durable.Message, 
 // deadMax is the most dead letters a shard keeps (0: no limit).
 func (s *Store) deadMax() int {
 	n := len(s.shards)
-	return (s.opts.deadCount + n - 1) / n
+	return (s.opts.retention.MaxCount + n - 1) / n
 }
 
 // wrap adds the operation to an error from Redis; the durable package's

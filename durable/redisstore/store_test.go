@@ -22,7 +22,7 @@ func TestEnqueueClaimAck(t *testing.T) {
 	before := redisNow(t, c)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 
-	cl, err := s.Claim(ctx, 10, 0, 30*time.Second, 0)
+	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: 30 * time.Second})
 	require.NoError(t, err)
 	require.Len(t, cl.Leases, 1)
 	l := cl.Leases[0]
@@ -126,7 +126,7 @@ func TestNeverClaimedBeforeDue(t *testing.T) {
 	due := redisNow(t, c).Add(150*time.Millisecond + 123*time.Nanosecond)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", due), msg("later", due.Add(time.Hour))}))
 	for {
-		cl, err := s.Claim(ctx, 10, 0, time.Minute, 0)
+		cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Minute})
 		require.NoError(t, err)
 		if len(cl.Leases) == 0 {
 			require.True(t, cl.Now.Before(due), "nothing claimed at %v, due %v", cl.Now, due)
@@ -210,7 +210,7 @@ func TestUpsertInFlightRevokesLease(t *testing.T) {
 	assert.Equal(t, 0, st.InFlight)
 	assert.ErrorIs(t, s.Ack(ctx, "a", old.Token), durable.ErrLeaseLost)
 	assert.ErrorIs(t, s.Extend(ctx, "a", old.Token, time.Hour), durable.ErrLeaseLost)
-	_, err = s.Retry(ctx, "a", old.Token, 0, 10, "")
+	err = s.Retry(ctx, "a", old.Token, durable.RetryParams{})
 	assert.ErrorIs(t, err, durable.ErrLeaseLost)
 
 	second := claimAll(t, s, time.Minute)
@@ -328,9 +328,8 @@ func TestUpsertDead(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 	ls := claimAll(t, s, time.Minute)
-	dead, err := s.Retry(ctx, "a", ls[0].Token, 0, 1, "")
+	err := s.Retry(ctx, "a", ls[0].Token, durable.RetryParams{Dead: true})
 	require.NoError(t, err)
-	require.True(t, dead)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 	dl, err := s.DeadLetters(ctx, 10)
 	require.NoError(t, err)
@@ -352,7 +351,7 @@ func TestFencing(t *testing.T) {
 	require.NoError(t, s.Ack(ctx, "b", ls[1].Token))
 
 	// a's lease expired and was reaped and claimed again.
-	r, err := s.Reap(ctx, 10, policy)
+	r, err := durable.Reap(ctx, s, 10, policy)
 	require.NoError(t, err)
 	assert.Equal(t, 1, r.Returned)
 	again := claimAll(t, s, time.Minute)
@@ -362,7 +361,7 @@ func TestFencing(t *testing.T) {
 
 	assert.ErrorIs(t, s.Ack(ctx, "a", ls[0].Token), durable.ErrLeaseLost)
 	assert.ErrorIs(t, s.Extend(ctx, "a", ls[0].Token, time.Hour), durable.ErrLeaseLost)
-	_, err = s.Retry(ctx, "a", ls[0].Token, 0, 10, "")
+	err = s.Retry(ctx, "a", ls[0].Token, durable.RetryParams{})
 	assert.ErrorIs(t, err, durable.ErrLeaseLost)
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
@@ -375,9 +374,8 @@ func TestRetry(t *testing.T) {
 	s, c, _ := newTestStore(t)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 	ls := claimAll(t, s, time.Minute)
-	dead, err := s.Retry(ctx, "a", ls[0].Token, 150*time.Millisecond, 3, "")
+	err := s.Retry(ctx, "a", ls[0].Token, durable.RetryParams{After: 150 * time.Millisecond})
 	require.NoError(t, err)
-	assert.False(t, dead)
 	after := redisNow(t, c)
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
@@ -389,17 +387,15 @@ func TestRetry(t *testing.T) {
 	ls = claimAll(t, s, time.Minute)
 	require.Len(t, ls, 1)
 	assert.Equal(t, 2, ls[0].Attempt)
-	dead, err = s.Retry(ctx, "a", ls[0].Token, 0, 3, "")
+	err = s.Retry(ctx, "a", ls[0].Token, durable.RetryParams{})
 	require.NoError(t, err)
-	assert.False(t, dead)
 	ls = claimAll(t, s, time.Minute)
 	require.Len(t, ls, 1)
 	assert.Equal(t, 3, ls[0].Attempt)
 
 	before := redisNow(t, c)
-	dead, err = s.Retry(ctx, "a", ls[0].Token, 0, 3, "")
+	err = s.Retry(ctx, "a", ls[0].Token, durable.RetryParams{Dead: true}) // attempt 3 of 3
 	require.NoError(t, err)
-	assert.True(t, dead, "attempt 3 of 3 dies")
 	dl, err := s.DeadLetters(ctx, 10)
 	require.NoError(t, err)
 	require.Len(t, dl, 1)
@@ -418,7 +414,7 @@ func TestExtend(t *testing.T) {
 	ls := claimAll(t, s, 50*time.Millisecond)
 	require.NoError(t, s.Extend(ctx, "a", ls[0].Token, time.Hour))
 	time.Sleep(60 * time.Millisecond)
-	r, err := s.Reap(ctx, 10, policy)
+	r, err := durable.Reap(ctx, s, 10, policy)
 	require.NoError(t, err)
 	assert.Zero(t, r.Returned)
 	assert.WithinDuration(t, r.Now.Add(time.Hour), r.NextDeadline, time.Second)
@@ -437,7 +433,7 @@ func TestReapBackoffAndDeath(t *testing.T) {
 		ls := waitClaim(t, s, 0, 1)
 		assert.Equal(t, attempt, ls[0].Attempt)
 		asked = nil
-		r, err := s.Reap(ctx, 10, policy)
+		r, err := durable.Reap(ctx, s, 10, policy)
 		require.NoError(t, err)
 		if attempt < 3 {
 			assert.Equal(t, []int{attempt}, asked, "Backoff of the expired lease's attempt")
@@ -445,7 +441,11 @@ func TestReapBackoffAndDeath(t *testing.T) {
 			assert.Empty(t, asked, "no Backoff for a message that dies")
 		}
 		if attempt < 3 {
-			assert.Equal(t, durable.Reaped{Returned: 1, Now: r.Now, NextDue: r.Now.Add(time.Duration(attempt) * 20 * time.Millisecond)}, r)
+			// Now is read after the Retry that set the due time.
+			delay := time.Duration(attempt) * 20 * time.Millisecond
+			assert.Equal(t, durable.Reaped{Returned: 1, Now: r.Now, NextDue: r.NextDue}, r)
+			assert.False(t, r.NextDue.After(r.Now.Add(delay)), "due the back-off after the retry's now")
+			assert.WithinDuration(t, r.Now.Add(delay), r.NextDue, 10*time.Millisecond)
 		} else {
 			assert.Equal(t, durable.Reaped{Dead: 1, Now: r.Now}, r)
 		}
@@ -469,15 +469,15 @@ func TestReapOrderAndLimit(t *testing.T) {
 	require.NoError(t, s.Enqueue(ctx, msgs))
 	ls := claimAll(t, s, 0)
 	require.Len(t, ls, n)
-	r, err := s.Reap(ctx, 10, policy)
+	r, err := durable.Reap(ctx, s, 10, policy)
 	require.NoError(t, err)
 	assert.Equal(t, 10, r.Returned)
-	assert.Equal(t, r.Now, r.NextDue, "returned with no delay")
+	assert.False(t, r.NextDue.After(r.Now), "returned with no delay")
 	assert.False(t, r.NextDeadline.After(r.Now), "more leases to reap")
-	r, err = s.Reap(ctx, 1_000_000, policy)
+	r, err = durable.Reap(ctx, s, 1_000_000, policy)
 	require.NoError(t, err)
 	assert.Equal(t, MaxReap, r.Returned, "capped")
-	r, err = s.Reap(ctx, 1_000_000, policy)
+	r, err = durable.Reap(ctx, s, 1_000_000, policy)
 	require.NoError(t, err)
 	assert.Equal(t, n-10-MaxReap, r.Returned)
 	assert.True(t, r.NextDeadline.IsZero())
@@ -494,17 +494,17 @@ func TestClaimLimit(t *testing.T) {
 		msgs = append(msgs, msg(id, time.Time{}))
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	c, err := s.Claim(ctx, 0, 0, time.Minute, 0)
+	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 0, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Empty(t, c.Leases)
 	assert.False(t, c.NextDue.After(c.Now))
-	c, err = s.Claim(ctx, 7, 0, time.Minute, 0)
+	c, err = s.Claim(ctx, durable.ClaimParams{Limit: 7, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, c.Leases, 7)
-	c, err = s.Claim(ctx, 1_000_000, 0, time.Minute, 0)
+	c, err = s.Claim(ctx, durable.ClaimParams{Limit: 1_000_000, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, c.Leases, MaxClaim)
-	c, err = s.Claim(ctx, 1_000_000, 0, time.Minute, 0)
+	c, err = s.Claim(ctx, durable.ClaimParams{Limit: 1_000_000, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, c.Leases, n-MaxClaim-7)
 	assert.True(t, c.NextDue.IsZero())
@@ -515,9 +515,8 @@ func TestRequeue(t *testing.T) {
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{}), msg("b", time.Time{})}))
 	ls := claimAll(t, s, time.Minute)
 	for _, l := range ls {
-		dead, err := s.Retry(ctx, l.ID, l.Token, 0, 1, "")
+		err := s.Retry(ctx, l.ID, l.Token, durable.RetryParams{Dead: true})
 		require.NoError(t, err)
-		require.True(t, dead)
 	}
 	due := redisNow(t, c).Add(time.Hour + 7*time.Nanosecond)
 	require.NoError(t, s.Requeue(ctx, "a", due))
@@ -538,7 +537,7 @@ func TestCancel(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("flight", time.Time{}), msg("dead", time.Time{})}))
 	ls := claimAll(t, s, time.Minute)
-	_, err := s.Retry(ctx, "dead", ls[1].Token, 0, 1, "")
+	err := s.Retry(ctx, "dead", ls[1].Token, durable.RetryParams{Dead: true})
 	require.NoError(t, err)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("pending", time.Now().Add(time.Hour))}))
 
@@ -574,7 +573,7 @@ func TestDeadLettersOrder(t *testing.T) {
 	ls := claimAll(t, s, time.Minute)
 	// They die in this order, mostly within one microsecond.
 	for _, i := range []int{2, 0, 3, 1} {
-		_, err := s.Retry(ctx, ls[i].ID, ls[i].Token, 0, 1, "")
+		err := s.Retry(ctx, ls[i].ID, ls[i].Token, durable.RetryParams{Dead: true})
 		require.NoError(t, err)
 	}
 	dl, err := s.DeadLetters(ctx, 10)
@@ -649,15 +648,15 @@ func TestClosed(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close())
 	assert.ErrorIs(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}), durable.ErrClosed)
-	_, err := s.Claim(ctx, 1, 0, time.Second, 0)
+	_, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Second})
 	assert.ErrorIs(t, err, durable.ErrClosed)
 	assert.ErrorIs(t, s.Ack(ctx, "a", 1), durable.ErrClosed)
-	_, err = s.Retry(ctx, "a", 1, 0, 1, "")
+	err = s.Retry(ctx, "a", 1, durable.RetryParams{Dead: true})
 	assert.ErrorIs(t, err, durable.ErrClosed)
 	assert.ErrorIs(t, s.Extend(ctx, "a", 1, time.Second), durable.ErrClosed)
 	_, err = s.Cancel(ctx, "a")
 	assert.ErrorIs(t, err, durable.ErrClosed)
-	_, err = s.Reap(ctx, 1, durable.RetryPolicy{})
+	_, err = durable.Reap(ctx, s, 1, durable.RetryPolicy{})
 	assert.ErrorIs(t, err, durable.ErrClosed)
 	_, err = s.DeadLetters(ctx, 1)
 	assert.ErrorIs(t, err, durable.ErrClosed)
@@ -723,7 +722,7 @@ func TestRedisDown(t *testing.T) {
 	err := s.Enqueue(short, []durable.Message{msg("a", time.Time{})})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "redisstore: enqueue")
-	_, err = s.Claim(short, 1, 0, time.Second, 0)
+	_, err = s.Claim(short, durable.ClaimParams{Limit: 1, Lease: time.Second})
 	require.Error(t, err)
 }
 
@@ -735,7 +734,7 @@ func TestClaimAhead(t *testing.T) {
 	soon, later := now.Add(30*time.Second), now.Add(2*time.Minute)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("now", time.Time{}), msg("soon", soon), msg("later", later)}))
 
-	cl, err := s.Claim(ctx, 10, 0, time.Second, time.Minute)
+	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Second, Ahead: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, cl.Leases, 2)
 	assert.Equal(t, "now", cl.Leases[0].ID)

@@ -37,9 +37,9 @@ type countingStore struct {
 	claims atomic.Int64
 }
 
-func (s *countingStore) Claim(ctx context.Context, limit, held int, lease, ahead time.Duration) (durable.Claimed, error) {
+func (s *countingStore) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claimed, error) {
 	s.claims.Add(1)
-	return s.Store.Claim(ctx, limit, held, lease, ahead)
+	return s.Store.Claim(ctx, p)
 }
 
 // TestNotificationWakesOneReceiver: a message enqueued by another process

@@ -28,7 +28,7 @@ var enqueueRules = []rule{
 	{"ReplacesInFlight", func(e *env) {
 		e.enqueue(durable.Message{ID: "a", Payload: []byte("v1"), Due: e.past()})
 		first := e.get("a").EnqueuedAt
-		require.False(e.t, e.retry(e.claimOne("a", time.Minute), 0, 10, "boom"))
+		e.retry(e.claimOne("a", time.Minute), durable.RetryParams{Error: "boom"})
 		l := e.claimOne("a", time.Minute)
 		require.Equal(e.t, 2, l.Attempt)
 		e.advance(time.Millisecond) // so that a new EnqueuedAt would differ

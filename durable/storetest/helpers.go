@@ -26,6 +26,44 @@ func seqIDs(prefix string, n int) []string {
 }
 
 // ids returns the IDs of leases.
+// shard is the shard of id for a store that keeps its order per shard
+// (durable.ShardedOrder), and 0 for any other: one shard, the full order.
+func (e *env) shard(id string) int {
+	if so, ok := e.s.(durable.ShardedOrder); ok {
+		return so.Shard(id)
+	}
+	return 0
+}
+
+// byShard splits ids by shard, keeping their order.
+func (e *env) byShard(ids []string) map[int][]string {
+	out := make(map[int][]string)
+	for _, id := range ids {
+		out[e.shard(id)] = append(out[e.shard(id)], id)
+	}
+	return out
+}
+
+// requireOrder checks that got holds the IDs of want in want's order:
+// exactly, or, for a store whose order holds per shard, within each
+// shard (see durable.ShardedOrder).
+func (e *env) requireOrder(want, got []string, what string) {
+	e.t.Helper()
+	require.ElementsMatch(e.t, want, got, "%s: the same messages", what)
+	require.Equal(e.t, e.byShard(want), e.byShard(got), "%s: in order (per shard, if the store's order is)", what)
+}
+
+// requirePrefix checks that got is the start of order: exactly, or within
+// each shard for a store whose order holds per shard.
+func (e *env) requirePrefix(order, got []string, what string) {
+	e.t.Helper()
+	all := e.byShard(order)
+	for sh, ids := range e.byShard(got) {
+		require.LessOrEqual(e.t, len(ids), len(all[sh]), "%s: shard %d", what, sh)
+		require.Equal(e.t, all[sh][:len(ids)], ids, "%s: the earliest first (of shard %d)", what, sh)
+	}
+}
+
 func ids(ls []durable.Lease) []string {
 	out := make([]string, len(ls))
 	for i, l := range ls {
@@ -56,7 +94,7 @@ func (e *env) claim(a claimArgs) durable.Claimed {
 // claimOne claims the one message due, which must be id, handed out.
 func (e *env) claimOne(id string, lease time.Duration) durable.Lease {
 	e.t.Helper()
-	c := e.claim(claimArgs{limit: 1, lease: lease})
+	c := e.claim(claimArgs{Limit: 1, Lease: lease})
 	require.Len(e.t, c.Leases, 1, "one message due")
 	l := c.Leases[0]
 	require.Equal(e.t, id, l.ID)
@@ -69,7 +107,7 @@ func (e *env) claimOne(id string, lease time.Duration) durable.Lease {
 func (e *env) claimAhead(id, payload string) durable.Lease {
 	e.t.Helper()
 	e.enqueue(durable.Message{ID: id, Payload: []byte(payload), Due: e.now().Add(aheadOf)})
-	c := e.claim(claimArgs{limit: 1, lease: time.Minute, ahead: time.Minute})
+	c := e.claim(claimArgs{Limit: 1, Lease: time.Minute, Ahead: time.Minute})
 	require.Len(e.t, c.Leases, 1)
 	l := c.Leases[0]
 	require.Equal(e.t, id, l.ID)
@@ -86,7 +124,7 @@ func (e *env) claimAll(lease time.Duration) []durable.Lease {
 	e.t.Helper()
 	var out []durable.Lease
 	for {
-		c := e.claim(claimArgs{limit: 100, lease: lease})
+		c := e.claim(claimArgs{Limit: 100, Lease: lease})
 		if len(c.Leases) == 0 {
 			return out
 		}
@@ -94,11 +132,20 @@ func (e *env) claimAll(lease time.Duration) []durable.Lease {
 	}
 }
 
-func (e *env) retry(l durable.Lease, after time.Duration, maxAttempts int, errText string) bool {
+func (e *env) retry(l durable.Lease, p durable.RetryParams) {
 	e.t.Helper()
-	dead, err := e.tryRetry(l, after, maxAttempts, errText)
+	require.NoError(e.t, e.tryRetry(l, p))
+}
+
+func (e *env) expired(limit int) durable.ExpiredLeases {
+	e.t.Helper()
+	var (
+		x   durable.ExpiredLeases
+		err error
+	)
+	e.around(func() { x, err = e.s.Expired(e.ctx, limit) })
 	require.NoError(e.t, err)
-	return dead
+	return x
 }
 
 func (e *env) reap(limit int, p durable.RetryPolicy) durable.Reaped {
@@ -118,7 +165,7 @@ func (e *env) kill(id string) {
 	e.t.Helper()
 	e.enqueue(msg(id, e.past()))
 	l := e.claimOne(id, time.Minute)
-	require.True(e.t, e.retry(l, 0, 1, "killed"), "the last attempt failed: dead")
+	e.retry(l, durable.RetryParams{Dead: true, Error: "killed"})
 }
 
 func (e *env) get(id string) durable.Info {
@@ -168,8 +215,8 @@ func (e *env) requireLost(l durable.Lease, why string) {
 	before, getErr := e.s.Get(e.ctx, l.ID)
 	require.ErrorIs(e.t, e.s.Confirm(e.ctx, l.ID, l.Token), durable.ErrLeaseLost, "Confirm %s", why)
 	require.ErrorIs(e.t, e.s.Extend(e.ctx, l.ID, l.Token, time.Hour), durable.ErrLeaseLost, "Extend %s", why)
-	_, err := e.tryRetry(l, 0, 1, "lost")
-	require.ErrorIs(e.t, err, durable.ErrLeaseLost, "Retry %s", why)
+	require.ErrorIs(e.t, e.tryRetry(l, durable.RetryParams{Dead: true, Error: "lost"}), durable.ErrLeaseLost, "Retry %s", why)
+	require.ErrorIs(e.t, e.s.Release(e.ctx, l.ID, l.Token, 0), durable.ErrLeaseLost, "Release %s", why)
 	require.ErrorIs(e.t, e.s.Ack(e.ctx, l.ID, l.Token), durable.ErrLeaseLost, "Ack %s", why)
 	after, getErr2 := e.s.Get(e.ctx, l.ID)
 	require.Equal(e.t, getErr == nil, getErr2 == nil)

@@ -62,17 +62,18 @@ var leaseRules = []rule{
 			return l
 		}
 		e.enqueue(msg("a", e.past()))
-		require.False(e.t, e.retry(claim(time.Hour), 0, 10, ""))
+		e.retry(claim(time.Hour), durable.RetryParams{})
 		claim(time.Hour)
 		e.enqueue(msg("a", e.past())) // replaces the message in flight
 		l := claim(time.Millisecond)
 		e.waitPast(l.Deadline)
 		require.Equal(e.t, 1, e.reap(10, noBackoff).Returned)
-		require.True(e.t, e.retry(claim(time.Hour), 0, 1, "dead"))
+		e.retry(claim(time.Hour), durable.RetryParams{Dead: true, Error: "dead"})
 		require.NoError(e.t, e.s.Requeue(e.ctx, "a", time.Time{}))
+		e.releaseOK(claim(time.Hour), 0)
 		claim(time.Hour)
 		e.enqueue(msg("a", e.now().Add(aheadOf)))
-		tokens = append(tokens, e.claim(claimArgs{limit: 1, lease: time.Minute, ahead: time.Minute}).Leases[0].Token)
+		tokens = append(tokens, e.claim(claimArgs{Limit: 1, Lease: time.Minute, Ahead: time.Minute}).Leases[0].Token)
 		require.True(e.t, e.cancel("a"))
 		e.enqueue(msg("a", e.past()))
 		claim(time.Hour)
@@ -85,10 +86,8 @@ var retryRules = []rule{
 	{"BackOff", func(e *env) {
 		e.enqueue(msg("a", e.past()))
 		l := e.claimOne("a", time.Minute)
-		var dead bool
 		delay := e.short()
-		before, after := e.around(func() { dead = e.retry(l, delay, 5, "first") })
-		require.False(e.t, dead)
+		before, after := e.around(func() { e.retry(l, durable.RetryParams{After: delay, Error: "first"}) })
 		info := e.get("a")
 		require.Equal(e.t, durable.Pending, info.State)
 		e.requireBetween(info.Due, before.Add(delay), after.Add(delay), "due the delay after now")
@@ -96,7 +95,7 @@ var retryRules = []rule{
 		require.Equal(e.t, "first", info.LastError)
 		require.True(e.t, info.Deadline.IsZero())
 		var c durable.Claimed
-		_, after = e.around(func() { c = e.claim(claimArgs{limit: 1, lease: time.Minute}) })
+		_, after = e.around(func() { c = e.claim(claimArgs{Limit: 1, Lease: time.Minute}) })
 		if after.Add(time.Millisecond).Before(info.Due) { // on the real clock, if the claim was surely early
 			require.Empty(e.t, c.Leases, "not due yet")
 		}
@@ -109,13 +108,13 @@ var retryRules = []rule{
 		require.Equal(e.t, 2, l.Attempt)
 		require.Equal(e.t, "first", l.LastError, "the lease carries the last attempt's error")
 	}},
-	{"DiesAtMaxAttempts", func(e *env) {
+	{"DiesWhenTold", func(e *env) {
+		// Death is the caller's decision (RetryParams.Dead), whatever
+		// the attempt: the store applies it.
 		e.enqueue(msg("a", e.past()))
-		require.False(e.t, e.retry(e.claimOne("a", time.Minute), 0, 2, "first"), "attempt 1 of 2")
+		e.retry(e.claimOne("a", time.Minute), durable.RetryParams{Error: "first"})
 		l := e.claimOne("a", time.Minute)
-		var dead bool
-		before, after := e.around(func() { dead = e.retry(l, time.Hour, 2, "second") })
-		require.True(e.t, dead, "attempt 2 of 2")
+		before, after := e.around(func() { e.retry(l, durable.RetryParams{After: time.Hour, Dead: true, Error: "second"}) })
 		info := e.get("a")
 		e.requireBetween(info.DiedAt, before, after, "DiedAt")
 		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("payload of a"), State: durable.Dead, Attempt: 2,
@@ -124,18 +123,112 @@ var retryRules = []rule{
 		e.requireLost(l, "after Retry")
 
 		e.enqueue(msg("b", e.past()))
-		require.True(e.t, e.retry(e.claimOne("b", time.Minute), 0, 0, ""), "maxAttempts below the attempt: dead")
+		e.retry(e.claimOne("b", time.Minute), durable.RetryParams{Dead: true})
+		require.Equal(e.t, durable.Dead, e.get("b").State, "dead on its first attempt, if told")
+		e.requireCounts(0, 0, 2)
 	}},
 	{"LastError", func(e *env) {
+		// The store keeps the text it is given; the Queue cuts it to
+		// MaxErrorLen before (see durable.TruncateErrorText).
 		e.enqueue(msg("a", e.past()))
-		require.False(e.t, e.retry(e.claimOne("a", time.Minute), 0, 10, "boom"))
+		e.retry(e.claimOne("a", time.Minute), durable.RetryParams{Error: "boom"})
 		require.Equal(e.t, "boom", e.get("a").LastError)
-		require.False(e.t, e.retry(e.claimOne("a", time.Minute), 0, 10, ""))
+		e.retry(e.claimOne("a", time.Minute), durable.RetryParams{})
 		require.Equal(e.t, "boom", e.get("a").LastError, "an empty text keeps the one before")
-		long := strings.Repeat("é", durable.MaxErrorLen) // 2 bytes each
-		require.False(e.t, e.retry(e.claimOne("a", time.Minute), 0, 10, long))
-		require.Equal(e.t, durable.TruncateErrorText(long), e.get("a").LastError, "cut to MaxErrorLen")
-		require.Equal(e.t, durable.TruncateErrorText(long), e.claimOne("a", time.Minute).LastError)
+		long := durable.TruncateErrorText(strings.Repeat("é", durable.MaxErrorLen)) // the longest a Queue gives
+		e.retry(e.claimOne("a", time.Minute), durable.RetryParams{Error: long})
+		require.Equal(e.t, long, e.get("a").LastError, "kept whole")
+		require.Equal(e.t, long, e.claimOne("a", time.Minute).LastError)
+	}},
+	{"ExpiredOnlyEndsAnExpiredLease", func(e *env) {
+		e.enqueue(msg("a", e.past()))
+		l := e.claimOne("a", time.Hour)
+		before := e.get("a")
+		require.ErrorIs(e.t, e.tryRetry(l, durable.RetryParams{Expired: true, Error: durable.LeaseExpired}), durable.ErrLeaseLost,
+			"the deadline has not passed")
+		require.Equal(e.t, utc(before), utc(e.get("a")), "and nothing changed")
+		require.NoError(e.t, e.s.Extend(e.ctx, "a", l.Token, time.Millisecond))
+		e.waitPast(e.get("a").Deadline)
+		e.retry(l, durable.RetryParams{Expired: true, Error: durable.LeaseExpired})
+		info := e.get("a")
+		require.Equal(e.t, durable.Pending, info.State)
+		require.Equal(e.t, durable.LeaseExpired, info.LastError)
+	}},
+}
+
+// releaseOK releases l, due after from now.
+func (e *env) releaseOK(l durable.Lease, after time.Duration) {
+	e.t.Helper()
+	require.NoError(e.t, e.s.Release(e.ctx, l.ID, l.Token, after))
+}
+
+var releaseRules = []rule{
+	{"GivesBackUnhandled", func(e *env) {
+		e.enqueue(msg("a", e.past()))
+		e.retry(e.claimOne("a", time.Minute), durable.RetryParams{Error: "first"})
+		l := e.claimOne("a", time.Minute)
+		require.Equal(e.t, 2, l.Attempt)
+		delay := e.short()
+		before, after := e.around(func() { e.releaseOK(l, delay) })
+		info := e.get("a")
+		require.Equal(e.t, durable.Pending, info.State)
+		e.requireBetween(info.Due, before.Add(delay), after.Add(delay), "due the delay after now")
+		require.Equal(e.t, 2, info.Attempt, "the claim stays counted")
+		require.Equal(e.t, "first", info.LastError, "kept")
+		e.requireLost(l, "after Release")
+		e.waitPast(info.Due)
+		require.Equal(e.t, 3, e.claimOne("a", time.Minute).Attempt)
+	}},
+	{"AHeldLease", func(e *env) {
+		// A lease claimed ahead and not confirmed, given back: pending
+		// again, and a Cancel deletes it.
+		l := e.claimAhead("a", "v1")
+		e.releaseOK(l, 0)
+		require.Equal(e.t, durable.Pending, e.get("a").State)
+		e.requireLost(l, "after Release")
+		require.True(e.t, e.cancel("a"))
+		e.requireCounts(0, 0, 0)
+	}},
+}
+
+var expiredRules = []rule{
+	{"ReadsOnlyEarliestFirst", func(e *env) {
+		e.enqueue(msg("a", e.past()), msg("b", e.past()), msg("c", e.past()), msg("d", e.past()))
+		var ls []durable.Lease
+		for i, lease := range []time.Duration{30, 10, 20, 3600000} {
+			c := e.claim(claimArgs{Limit: 1, Lease: lease * time.Millisecond})
+			require.Len(e.t, c.Leases, 1, "claim %d", i)
+			ls = append(ls, c.Leases[0])
+		}
+		slices.SortFunc(ls, func(a, b durable.Lease) int { return a.Deadline.Compare(b.Deadline) })
+		e.waitPast(ls[2].Deadline)
+		x := e.expired(2)
+		require.Len(e.t, x.Leases, 2, "a limit of two")
+		byID := make(map[string]durable.Lease)
+		for _, l := range ls {
+			byID[l.ID] = l
+		}
+		var got []string
+		for _, g := range x.Leases {
+			l := byID[g.ID]
+			require.Equal(e.t, l.Token, g.Token, "%s", g.ID)
+			require.Equal(e.t, 1, g.Attempt)
+			e.requireInstant(l.Deadline, g.Deadline, "Deadline")
+			got = append(got, g.ID)
+		}
+		e.requirePrefix(ids(ls[:3]), got, "earliest deadline first")
+		e.requireInstant(ls[0].Deadline, x.NextDeadline, "NextDeadline: the first expired")
+		require.True(e.t, x.NextDue.IsZero(), "none pending")
+		e.enqueue(msg("p", e.now().Add(time.Hour)))
+		e.requireInstant(e.get("p").Due, e.expired(0).NextDue, "NextDue")
+		x = e.expired(10)
+		require.Len(e.t, x.Leases, 3, "not the lease that has not expired")
+		require.Empty(e.t, e.expired(0).Leases, "a limit of zero")
+		e.requireCounts(1, 4, 0)
+		for _, l := range ls[:3] {
+			require.Equal(e.t, durable.InFlight, e.get(l.ID).State, "Expired changes nothing")
+			require.NoError(e.t, e.s.Confirm(e.ctx, l.ID, l.Token), "the lease is current")
+		}
 	}},
 }
 
@@ -173,18 +266,22 @@ var reapRules = []rule{
 		e.enqueue(msg("a", e.past()), msg("b", e.past()), msg("c", e.past()))
 		var ls []durable.Lease
 		for i, lease := range []time.Duration{30, 10, 20} {
-			c := e.claim(claimArgs{limit: 1, lease: lease * time.Millisecond})
+			c := e.claim(claimArgs{Limit: 1, Lease: lease * time.Millisecond})
 			require.Len(e.t, c.Leases, 1, "claim %d", i)
 			ls = append(ls, c.Leases[0])
 		}
 		slices.SortFunc(ls, func(a, b durable.Lease) int { return a.Deadline.Compare(b.Deadline) })
 		e.waitPast(ls[2].Deadline)
-		for i, l := range ls {
+		for i := range ls {
 			require.Equal(e.t, 1, e.reap(1, noBackoff).Returned, "a limit of one")
-			require.Equal(e.t, durable.Pending, e.get(l.ID).State, "%s, deadline %d of 3, reaped %d", l.ID, i+1, i+1)
-			for _, later := range ls[i+1:] {
-				require.Equal(e.t, durable.InFlight, e.get(later.ID).State, "%s: its deadline is later", later.ID)
+			var reaped []string
+			for _, l := range ls {
+				if e.get(l.ID).State == durable.Pending {
+					reaped = append(reaped, l.ID)
+				}
 			}
+			require.Len(e.t, reaped, i+1)
+			e.requirePrefix(ids(ls), reaped, "reaped by deadline")
 		}
 	}},
 	{"BackOffAndDeath", func(e *env) {
@@ -201,7 +298,7 @@ var reapRules = []rule{
 		e.enqueue(msg("a", e.past()))
 		la := e.claimOne("a", time.Millisecond)
 		e.enqueue(msg("b", e.past()))
-		require.False(e.t, e.retry(e.claimOne("b", time.Hour), 0, 10, "first"))
+		e.retry(e.claimOne("b", time.Hour), durable.RetryParams{Error: "first"})
 		lb := e.claimOne("b", time.Millisecond)
 		require.Equal(e.t, 2, lb.Attempt)
 		e.waitPast(la.Deadline)

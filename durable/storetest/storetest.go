@@ -28,6 +28,12 @@
 // millisecond, so that the checks hold on a loaded machine. The suite
 // writes due times in whole microseconds, which every store keeps.
 //
+// Order: a store that keeps its orders within a shard only says so by
+// implementing durable.ShardedOrder, and the suite then checks the rules
+// of order (Claim, Expired, the reap, List) and of hand-out (a Claim hands
+// out at most Limit-Held) in their weaker form, per shard, with its Shard.
+// No rule is skipped for any store.
+//
 // What the suite cannot check through a Harness, which makes one handle
 // per store: that a Notifier wakes when another handle on the same
 // backend writes (it checks that the channel given back by Wakeups' stop
@@ -88,7 +94,9 @@ var rules = []group{
 	{"Confirm", confirmRules},
 	{"Lease", leaseRules},
 	{"Retry", retryRules},
+	{"Release", releaseRules},
 	{"Extend", extendRules},
+	{"Expired", expiredRules},
 	{"Reap", reapRules},
 	{"DeadLetters", deadLetterRules},
 	{"Requeue", requeueRules},
@@ -190,26 +198,23 @@ func (e *env) waitPast(at time.Time) {
 	}
 }
 
-// The calls to the store whose parameters are about to change (Claim,
-// Retry and Reap) are made here and nowhere else.
+// The calls to Claim, Retry and the reap are made here and nowhere else.
 
 // claimArgs are the parameters of a Claim.
-type claimArgs struct {
-	limit, held  int
-	lease, ahead time.Duration
-}
+type claimArgs = durable.ClaimParams
 
 // tryClaim calls Claim.
 func (e *env) tryClaim(a claimArgs) (durable.Claimed, error) {
-	return e.s.Claim(e.ctx, a.limit, a.held, a.lease, a.ahead)
+	return e.s.Claim(e.ctx, a)
 }
 
 // tryRetry calls Retry.
-func (e *env) tryRetry(l durable.Lease, after time.Duration, maxAttempts int, errText string) (bool, error) {
-	return e.s.Retry(e.ctx, l.ID, l.Token, after, maxAttempts, errText)
+func (e *env) tryRetry(l durable.Lease, p durable.RetryParams) error {
+	return e.s.Retry(e.ctx, l.ID, l.Token, p)
 }
 
-// tryReap calls Reap.
+// tryReap reaps as a Queue does (durable.Reap: Expired, then a fenced
+// Retry for each lease).
 func (e *env) tryReap(limit int, p durable.RetryPolicy) (durable.Reaped, error) {
-	return e.s.Reap(e.ctx, limit, p)
+	return durable.Reap(e.ctx, e.s, limit, p)
 }

@@ -18,14 +18,7 @@ import (
 func TestPeriodicStopResetStress(t *testing.T) {
 	for _, name := range []string{"inline", "goroutine"} {
 		t.Run(name, func(t *testing.T) {
-			var opts []Option
-			if name == "inline" {
-				opts = append(opts, WithExecutor(inline))
-			}
-			w, err := New(opts...)
-			require.NoError(t, err)
-			w.Start()
-			defer w.Stop()
+			w := realWheel(t, name)
 
 			const n = 16
 			type series struct {

@@ -40,6 +40,20 @@ func mockWheel(t testing.TB, opts ...Option) (*TimingWheel, *clock.Mock) {
 	return w, mock
 }
 
+// realWheel returns a started wheel on the real clock whose executor is
+// named: "inline" runs tasks on the driver, anything else is the default.
+func realWheel(t testing.TB, executor string, opts ...Option) *TimingWheel {
+	t.Helper()
+	if executor == "inline" {
+		opts = append(opts, WithExecutor(inline))
+	}
+	w, err := New(opts...)
+	require.NoError(t, err)
+	w.Start()
+	t.Cleanup(w.Stop)
+	return w
+}
+
 // advance moves the mock clock forward by d and waits for the driver.
 func advance(t testing.TB, w *TimingWheel, mock *clock.Mock, d time.Duration) {
 	t.Helper()
@@ -849,14 +863,7 @@ func TestLen(t *testing.T) {
 func TestStressStopResetFireRace(t *testing.T) {
 	for _, name := range []string{"inline", "goroutine"} {
 		t.Run(name, func(t *testing.T) {
-			opts := []Option{WithTick(100 * time.Microsecond), WithWheelSize(16)}
-			if name == "inline" {
-				opts = append(opts, WithExecutor(inline))
-			}
-			w, err := New(opts...)
-			require.NoError(t, err)
-			w.Start()
-			defer w.Stop()
+			w := realWheel(t, name, WithTick(100*time.Microsecond), WithWheelSize(16))
 
 			const n, workers, rounds = 400, 4, 300
 			var fires, stopped, resetActive, activations atomic.Int64

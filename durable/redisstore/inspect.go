@@ -85,11 +85,11 @@ func inspectItem(st durable.State, a []any) (item, error) {
 	}
 	it := item{score: nums[0], member: member}
 	info := durable.Info{ID: member, Payload: body, State: st, Attempt: int(nums[1]), LastError: string(lastErr)}
-	if st != durable.InFlight { // members of pending and dead have a prefix of 20 bytes
-		if len(member) < 20 {
+	if st != durable.InFlight { // members of pending and dead have a prefix
+		if len(member) < memberPrefixLen {
 			return item{}, fmt.Errorf("redisstore: unexpected member %q", member)
 		}
-		info.ID = member[20:]
+		info.ID = member[memberPrefixLen:]
 	}
 	if enq != "" {
 		us, err := strconv.ParseInt(enq, 10, 64)
@@ -100,7 +100,7 @@ func inspectItem(st durable.State, a []any) (item, error) {
 	}
 	switch st {
 	case durable.Pending:
-		ns, _ := strconv.ParseInt(member[:4], 10, 64)
+		ns, _ := strconv.ParseInt(member[:nsDigits], 10, 64)
 		info.Due = dueTime(it.score, ns)
 	case durable.InFlight:
 		info.Deadline = time.UnixMicro(it.score)

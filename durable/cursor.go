@@ -2,9 +2,14 @@ package durable
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 )
+
+// ErrInvalidCursor is wrapped by the error List returns for a cursor it
+// did not make for the same state.
+var ErrInvalidCursor = errors.New("durable: invalid cursor")
 
 // FormatCursor returns the List cursor of state s for a position in the
 // state's order: at is the instant the state orders by (due time, lease

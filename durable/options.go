@@ -1,34 +1,19 @@
 package durable
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
 	"time"
 
 	"github.com/benbjohnson/clock"
-
 	"github.com/seed64e23a5c/timingwheel"
 )
 
 // Option configures a Queue, and for Open its file.
 type Option func(*config)
-
-// SyncPolicy says when the embedded store forces its writes to disk.
-type SyncPolicy int
-
-const (
-	// SyncAlways, the default, fsyncs every commit before the call that
-	// wrote returns: what Enqueue or Ack wrote survives a crash of the
-	// machine. Concurrent calls share one commit and one fsync (group
-	// commit).
-	SyncAlways SyncPolicy = iota
-	// SyncNever leaves writes to the operating system: they survive a
-	// crash of the process (kill -9) but the last ones may be lost, and the
-	// file may even be damaged, when the machine loses power. It is much
-	// faster on disks with slow fsync.
-	SyncNever
-)
 
 type config struct {
 	visibility  time.Duration
@@ -56,6 +41,18 @@ func defaultConfig() config {
 		claimAhead:  claimAhead,
 		retention:   DefaultRetention,
 	}
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.visibility <= 0:
+		return fmt.Errorf("durable: visibility timeout must be positive, got %v", c.visibility)
+	case c.maxAttempts < 1:
+		return fmt.Errorf("durable: max attempts must be at least 1, got %d", c.maxAttempts)
+	case c.backoff == nil:
+		return errors.New("durable: nil back-off function")
+	}
+	return c.retention.Validate()
 }
 
 // WithVisibilityTimeout sets how long a delivery's lease lasts before the
@@ -96,31 +93,6 @@ func WithWheel(w *timingwheel.TimingWheel) Option {
 // them.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
-}
-
-// WithSync sets the sync policy of the file of Open: SyncAlways by
-// default. New ignores it.
-func WithSync(p SyncPolicy) Option {
-	return func(c *config) { c.sync = p }
-}
-
-// WithLockTimeout sets how long Open waits for a file that another open
-// queue holds before it fails with ErrLocked: 2s by default. New ignores
-// it.
-func WithLockTimeout(d time.Duration) Option {
-	return func(c *config) { c.lockTimeout = d }
-}
-
-// WithDeadLetterRetention bounds the dead letters of the file of Open
-// (and OpenBoltStore) (see Retention): when a message dies, the oldest
-// dead letters beyond maxCount, and those dead for longer than maxAge,
-// are deleted for good (up to 100 at a time). Zero means no limit
-// of that kind. The defaults are DefaultDeadLetterCount and
-// DefaultDeadLetterAge, so that dead letters nobody requeues do not fill
-// the disk. New ignores it (see the store's own option, such as
-// redisstore.WithDeadLetterRetention).
-func WithDeadLetterRetention(maxCount int, maxAge time.Duration) Option {
-	return func(c *config) { c.retention = Retention{MaxCount: maxCount, MaxAge: maxAge} }
 }
 
 // ExponentialBackoff returns the back-off "exponential with full jitter":

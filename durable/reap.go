@@ -3,7 +3,10 @@ package durable
 import (
 	"context"
 	"errors"
+	"time"
 )
+
+// Reaping expired leases: Reap, and the queue's reap timer that runs it.
 
 // Reap ends up to limit leases of s whose deadline has passed, earliest
 // first, by the rules of p: a message whose attempt number is
@@ -56,4 +59,69 @@ func Reap(ctx context.Context, s Store, limit int, p RetryPolicy) (Reaped, error
 	}
 	r.Now, r.NextDue, r.NextDeadline = after.Now, after.NextDue, after.NextDeadline
 	return r, nil
+}
+
+// A reap is one transaction of at most reapBatch messages, and repeats
+// while it finds that many.
+const reapBatch = 256
+
+// startReap runs when the reap timer fires: it reaps in a goroutine of
+// its own, since a reap is a store call. If a reap is under way, that one
+// goes round once more, as leases may have expired since its last pass.
+func (q *Queue) startReap() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.reapAt = time.Time{}
+	if q.closed {
+		return
+	}
+	if q.reaping {
+		q.reapAgain = true
+		return
+	}
+	q.reaping = true
+	q.wg.Add(1)
+	go q.reapLoop()
+}
+
+// reapLoop reaps until no timer fired meanwhile.
+func (q *Queue) reapLoop() {
+	defer q.wg.Done()
+	for {
+		err := q.reapExpired(q.ctx)
+		q.mu.Lock()
+		if err != nil && !q.closed {
+			q.log.Warn("durable: reaping expired leases failed; trying again in 1s", "err", err)
+			armLocked(q.reap, &q.reapAt, q.clock.Now().Add(time.Second))
+		}
+		if !q.reapAgain || q.closed {
+			q.reaping, q.reapAgain = false, false
+			q.mu.Unlock()
+			return
+		}
+		q.reapAgain = false
+		q.mu.Unlock()
+	}
+}
+
+// reapExpired ends the leases whose deadline passed, in batches.
+func (q *Queue) reapExpired(ctx context.Context) error {
+	p := RetryPolicy{MaxAttempts: q.cfg.maxAttempts, Backoff: q.cfg.backoff}
+	for {
+		r, err := Reap(ctx, q.store, reapBatch, p)
+		if err != nil {
+			return err
+		}
+		if r.Returned > 0 {
+			q.observe(Event{Kind: EventRetried, N: r.Returned})
+		}
+		if r.Dead > 0 {
+			q.log.Info("durable: messages died after their last lease expired", "count", r.Dead)
+			q.observe(Event{Kind: EventDead, N: r.Dead})
+		}
+		q.schedule(r.Now, r.NextDue, r.NextDeadline, 0)
+		if r.Returned+r.Dead < reapBatch || r.NextDeadline.IsZero() || r.NextDeadline.After(r.Now) {
+			return nil
+		}
+	}
 }

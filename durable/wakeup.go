@@ -3,7 +3,14 @@ package durable
 import (
 	"context"
 	"slices"
+	"time"
+
+	"github.com/seed64e23a5c/timingwheel"
 )
+
+// The queue's timers and wake-ups: the receivers waiting for a message,
+// the due timer, the notifications of a shared store, and the arming of
+// the due and reap timers from what the store reports.
 
 // Wake-ups. A receiver that finds nothing to claim waits in q.waiters
 // until a wake-up says a message may be due: the due timer, an Enqueue
@@ -86,4 +93,96 @@ func (q *Queue) await(ctx context.Context) error {
 		q.wakeOneLocked()
 	}
 	return err
+}
+
+// wakeAt makes sure receivers try to claim at due, a time on the queue's
+// clock; a zero due means now.
+func (q *Queue) wakeAt(due time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	now := q.clock.Now()
+	wait := due.Sub(now) - q.cfg.claimAhead
+	if due.IsZero() || wait <= 0 {
+		q.wakeOneLocked()
+		return
+	}
+	// now plus a duration: for the real clock, a monotonic reading, which
+	// a due time read from the store or built by the caller may lack.
+	armLocked(q.due, &q.dueAt, now.Add(wait))
+}
+
+// armLocked arms t for at unless it is armed for an earlier time already.
+// Firing earlier than needed costs one claim that finds nothing and tells
+// the next time.
+func armLocked(t *timingwheel.Timer, armedAt *time.Time, at time.Time) {
+	if !armedAt.IsZero() && !at.Before(*armedAt) {
+		return
+	}
+	*armedAt = at
+	t.ResetAt(at)
+}
+
+// schedule arms the timers from what a store reported, translating its
+// instants (on its clock, whose now was storeNow) to the queue's clock.
+// If messages are due already (dueSoon of them, as a claim counts), it
+// wakes as many receivers, less those claiming already.
+func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time, dueSoon int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	now := q.clock.Now()
+	if !nextDue.IsZero() {
+		if wait := q.local(now, storeNow, nextDue).Sub(now) - q.cfg.claimAhead; wait <= 0 {
+			for range max(dueSoon, 1) - q.claiming {
+				q.wakeOneLocked()
+			}
+		} else {
+			armLocked(q.due, &q.dueAt, now.Add(wait))
+		}
+	}
+	if !nextDeadline.IsZero() {
+		at := q.local(now, storeNow, nextDeadline)
+		if at.Before(now) {
+			at = now
+		}
+		armLocked(q.reap, &q.reapAt, at)
+	}
+}
+
+// wake runs when the due timer fires. The timer is no longer armed, so
+// dueAt is cleared whatever the clock says: arm only ever moves it
+// earlier, and never to a past instant, so it cannot have been re-armed
+// since it fired.
+func (q *Queue) wake() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.dueAt = time.Time{}
+	if !q.closed {
+		q.wakeOneLocked()
+	}
+}
+
+// listen wakes a receiver on each notification of a shared store, and
+// gives the store's channel back on Close.
+func (q *Queue) listen(n Notifier) {
+	defer q.wg.Done()
+	wakeups, stop := n.Wakeups()
+	defer stop()
+	for {
+		select {
+		case <-wakeups:
+			q.mu.Lock()
+			if !q.closed {
+				q.wakeOneLocked()
+			}
+			q.mu.Unlock()
+		case <-q.done:
+			return
+		}
+	}
 }

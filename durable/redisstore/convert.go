@@ -49,6 +49,14 @@ func dueArgs(t time.Time) (score, sub string) {
 // onMicro is the sub-microsecond digits of a time on a microsecond.
 const onMicro = "1000"
 
+// A member of pending or dead is the ID behind a prefix of memberPrefixLen
+// bytes: nsDigits digits of nanoseconds (dueArgs's sub), then 16 hex
+// digits of the shard's seq counter (see scripts.go).
+const (
+	nsDigits        = 4
+	memberPrefixLen = nsDigits + 16
+)
+
 // dueTime is the inverse of dueArgs.
 func dueTime(score int64, sub int64) time.Time {
 	t := time.UnixMicro(score)

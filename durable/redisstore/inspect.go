@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
 )
+
+// Reading what the store holds: Get, List, Stats and DeadLetters.
 
 // maxListPage is the most messages one list script returns.
 const maxListPage = 1000
@@ -85,11 +88,11 @@ func inspectItem(st durable.State, a []any) (item, error) {
 	}
 	it := item{score: nums[0], member: member}
 	info := durable.Info{ID: member, Payload: body, State: st, Attempt: int(nums[1]), LastError: string(lastErr)}
-	if st != durable.InFlight { // members of pending and dead have a prefix of 20 bytes
-		if len(member) < 20 {
+	if st != durable.InFlight { // members of pending and dead have a prefix
+		if len(member) < memberPrefixLen {
 			return item{}, fmt.Errorf("redisstore: unexpected member %q", member)
 		}
-		info.ID = member[20:]
+		info.ID = member[memberPrefixLen:]
 	}
 	if enq != "" {
 		us, err := strconv.ParseInt(enq, 10, 64)
@@ -100,7 +103,7 @@ func inspectItem(st durable.State, a []any) (item, error) {
 	}
 	switch st {
 	case durable.Pending:
-		ns, _ := strconv.ParseInt(member[:4], 10, 64)
+		ns, _ := strconv.ParseInt(member[:nsDigits], 10, 64)
 		info.Due = dueTime(it.score, ns)
 	case durable.InFlight:
 		info.Deadline = time.UnixMicro(it.score)
@@ -263,4 +266,115 @@ func parseCursor(letter, cursor string) (*item, error) {
 		return nil, bad
 	}
 	return &item{score: n, member: string(m)}, nil
+}
+
+// Stats implements durable.Store. With shards, it sums their counts, and
+// NextDue is the earliest of theirs, each on its node's clock.
+func (s *Store) Stats(ctx context.Context) (durable.Stats, error) {
+	var st durable.Stats
+	var mu sync.Mutex
+	next := int64(-1)
+	err := s.parallel(func(sh int) error {
+		r, err := s.run(ctx, statsScript, sh)
+		if err != nil {
+			return err
+		}
+		a, err := replyArray(r, 4)
+		if err != nil {
+			return err
+		}
+		n, err := replyInts(a)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		st.Pending += int(n[0])
+		st.InFlight += int(n[1])
+		st.Dead += int(n[2])
+		if n[3] >= 0 && (next < 0 || n[3] < next) {
+			next = n[3]
+		}
+		return nil
+	})
+	if err != nil {
+		return durable.Stats{}, wrap("stats", err)
+	}
+	st.NextDue = instant(next)
+	return st, nil
+}
+
+// DeadLetters implements durable.Store. A message's Due is the time it
+// died, on Redis's clock. It reads the dead messages by pages of up to
+// 1000 messages and about 4 MiB of payloads (one script call each), which
+// together are not atomic. With shards, the lists of the shards are
+// merged by time of death.
+func (s *Store) DeadLetters(ctx context.Context, limit int) ([]durable.Message, error) {
+	if s.closed.Load() {
+		return nil, durable.ErrClosed
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	type dead struct {
+		m  durable.Message
+		us int64
+	}
+	lists := make([][]dead, len(s.shards))
+	err := s.parallel(func(sh int) error {
+		for len(lists[sh]) < limit {
+			page := min(limit-len(lists[sh]), maxDeadPage)
+			r, err := s.run(ctx, deadScript, sh, len(lists[sh]), page, maxReadBytes)
+			if err != nil {
+				return err
+			}
+			reply, err := replyArray(r, 2)
+			if err != nil {
+				return err
+			}
+			ended, err := replyInt(reply[0])
+			if err != nil {
+				return err
+			}
+			a, err := replyArray(reply[1], -1)
+			if err != nil {
+				return err
+			}
+			for i := 0; i+2 < len(a); i += 3 {
+				id, _ := a[i].(string)
+				body, err := replyBytes(a[i+1])
+				if err != nil {
+					return err
+				}
+				us, err := replyInt(a[i+2])
+				if err != nil {
+					return err
+				}
+				lists[sh] = append(lists[sh], dead{durable.Message{ID: id, Payload: body, Due: time.UnixMicro(us)}, us})
+			}
+			if ended == 1 || len(a) == 0 {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("dead letters", err)
+	}
+	// Merge the shards' lists, each in order of death.
+	var out []durable.Message
+	for len(out) < limit {
+		best := -1
+		for sh, l := range lists {
+			if len(l) > 0 && (best < 0 || l[0].us < lists[best][0].us) {
+				best = sh
+			}
+		}
+		if best < 0 {
+			break
+		}
+		out = append(out, lists[best][0].m)
+		lists[best] = lists[best][1:]
+	}
+	return out, nil
 }

@@ -1,0 +1,237 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Receiving: claiming due messages (ahead of their due time, or held
+// for Run) and handing each out at its due time.
+
+// claimAhead is how early Receive claims a message: a write to the
+// store, with its fsync, takes from a fraction of a millisecond to tens of
+// them on a busy disk, and claiming ahead keeps that out of the lateness.
+// The message is handed out at its due time, never before; the price is
+// that a process that dies in the meantime has used one of the message's
+// attempts without delivering it.
+const claimAhead = 50 * time.Millisecond // the default of config.claimAhead
+
+// Receive waits until a message is due, leases it for the visibility
+// timeout and returns it. Ack the delivery once it is handled, or Retry it.
+//
+// Receive returns ctx.Err() when ctx ends and ErrClosed when the queue is
+// closed. A store error, such as a server that is down, does not end it:
+// it logs the error and tries again with a back-off (from 10ms to 1s), and
+// mentions the last error if ctx then ends. ErrCorrupt ends it.
+//
+// Receive claims a message up to 50ms before its due time and holds it
+// until then (see claimAhead). Once it holds one it returns it at its due
+// time even if ctx ends meanwhile, so that no lease is left unused: it
+// may thus return up to 50ms after ctx ends. If the queue is closed
+// meanwhile, the message goes back to the store, due as before. At the
+// due time it confirms the lease with the store (Store.Confirm): if an
+// Enqueue or Cancel of the message, in any process, came first, it does
+// not return the message and claims another. If the confirmation fails
+// otherwise (the store is down), it does not return the message either,
+// which comes back when its lease expires.
+func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
+	for {
+		ds, err := q.claimDue(ctx, func() (int, int) { return 1, 0 })
+		if err != nil {
+			return nil, err
+		}
+		d, err := q.deliver(ds[0])
+		if errors.Is(err, errRevoked) {
+			continue
+		}
+		return d, err
+	}
+}
+
+// claimDue waits until messages are due and claims up to n of them, of
+// which held are claimed held (see Store.Claim), where n, held = want()
+// (asked before each claim; n is 1 or more), earliest first. It
+// returns at least one, each to be handed out with deliver. Once the store
+// leased them it returns them even if ctx ended meanwhile: a lease taken
+// is handed out. Its errors are Receive's.
+func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Delivery, error) {
+	var lastErr error
+	for failures := 0; ; {
+		if err := q.enterClaim(); err != nil {
+			return nil, err
+		}
+		n, held := want()
+		c, err := q.store.Claim(ctx, ClaimParams{Limit: n, Held: held, Lease: q.cfg.visibility, Ahead: q.cfg.claimAhead})
+		q.claimDone()
+		if err == nil {
+			failures, lastErr = 0, nil
+			q.schedule(c.Now, c.NextDue, c.NextDeadline, c.DueSoon)
+			if len(c.Leases) > 0 {
+				ds := make([]*Delivery, len(c.Leases))
+				for i, l := range c.Leases {
+					ds[i] = q.delivery(c.Now, l)
+				}
+				return ds, nil
+			}
+			if err := q.await(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctxError(ctx, lastErr)
+		case errors.Is(err, ErrClosed), errors.Is(err, ErrCorrupt):
+			return nil, err
+		}
+		failures++
+		lastErr = err
+		delay := retryDelay(failures)
+		q.log.Warn("durable: claim failed; receiving again later", "err", err, "attempt", failures, "after", delay)
+		if err := q.sleep(ctx, delay); err != nil {
+			return nil, ctxError(ctx, lastErr)
+		}
+	}
+}
+
+// deliver hands d out (see handOut) and reports the delivery to the
+// observer.
+func (q *Queue) deliver(d *Delivery) (*Delivery, error) {
+	d, err := q.handOut(d)
+	if err == nil {
+		q.observe(Event{Kind: EventDelivered, ID: d.ID, Attempt: d.Attempt, Lateness: q.clock.Since(d.Due)})
+	}
+	return d, err
+}
+
+// errRevoked is handOut's error for a message replaced or cancelled while
+// it was held: Receive claims another.
+var errRevoked = errors.New("durable: held message replaced or cancelled")
+
+// handOut returns d at its due time, d.dueAt on the queue's clock. While
+// it waits, d is in q.ahead: an Enqueue or Cancel of its ID in this
+// process revokes it, and Close gives it back to the store. A message
+// claimed ahead or held is then confirmed with the store (Store.Confirm),
+// which fails if an Enqueue or Cancel of any process took it back
+// meanwhile.
+func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		q.release(d)
+		return nil, ErrClosed
+	}
+	if d.dueAt.After(q.clock.Now()) {
+		q.ahead[d.ID] = d
+		q.waiting++
+		q.mu.Unlock()
+
+		ready := make(chan struct{})
+		t := q.wheel.AfterFuncAt(d.dueAt, func() { close(ready) })
+		select {
+		case <-ready:
+		case <-q.done:
+		}
+		t.Stop()
+
+		q.mu.Lock()
+		q.waiting--
+		if q.ahead[d.ID] == d {
+			delete(q.ahead, d.ID)
+		}
+		switch {
+		case d.revoked:
+			q.mu.Unlock()
+			return nil, errRevoked
+		case q.closed: // Close released it
+			q.mu.Unlock()
+			return nil, ErrClosed
+		}
+	}
+	if !d.ahead {
+		q.mu.Unlock()
+		return d, nil
+	}
+	q.active.Add(1) // Close waits for the confirmation
+	q.mu.Unlock()
+	err := q.store.Confirm(context.Background(), d.ID, d.token)
+	q.active.Done()
+	switch {
+	case err == nil:
+		return d, nil
+	case !errors.Is(err, ErrLeaseLost):
+		// Whether it was taken back is unknown: it is not handed out,
+		// and comes back when its lease expires.
+		q.log.Warn("durable: confirming a message claimed ahead failed; it comes back when its lease expires",
+			"id", d.ID, "err", err)
+	}
+	return nil, errRevoked
+}
+
+// heldAhead returns the delivery of id this process holds ahead, if any.
+func (q *Queue) heldAhead(id string) *Delivery {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ahead[id]
+}
+
+// revokeIfHeld takes held, the delivery of id held before a write that
+// took it back in the store, from the Receive that holds it, if it still
+// does. A delivery claimed after the write is left alone: it is the new
+// version.
+func (q *Queue) revokeIfHeld(id string, held *Delivery) {
+	if held == nil {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.ahead[id] == held {
+		held.revoked = true
+		delete(q.ahead, id)
+	}
+}
+
+// release gives back to the store a message claimed ahead and not handed
+// out, pending at its due time again (Store.Release). Its attempt stays
+// counted: a store has no way to take one back.
+func (q *Queue) release(d *Delivery) {
+	after := max(d.dueAt.Sub(q.clock.Now()), 0)
+	if err := q.store.Release(context.Background(), d.ID, d.token, after); err != nil &&
+		!errors.Is(err, ErrLeaseLost) {
+		q.log.Warn("durable: giving back a message claimed ahead failed; its lease will expire", "id", d.ID, "err", err)
+	}
+}
+
+func ctxError(ctx context.Context, last error) error {
+	if last == nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("%w (last store error: %v)", ctx.Err(), last)
+}
+
+// retryDelay is the wait after the nth store failure in a row: doubling
+// from 10ms up to 1s, with equal jitter so that receivers spread out.
+func retryDelay(n int) time.Duration {
+	d := time.Second
+	if n < 8 {
+		d = min(10*time.Millisecond<<(n-1), time.Second)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleep waits d on the queue's clock, unless ctx ends or the queue closes.
+func (q *Queue) sleep(ctx context.Context, d time.Duration) error {
+	t := q.wheel.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-q.done:
+		return ErrClosed
+	}
+}

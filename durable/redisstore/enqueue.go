@@ -1,0 +1,171 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// Writing messages: Enqueue (in script calls of bounded size, over the
+// shards), Cancel and Requeue.
+
+// Enqueue implements durable.Store. It validates every message before
+// writing any, and writes them with one script call, or, for a large
+// batch (more than 500 messages or 4 MiB) or one over several shards,
+// with a MULTI/EXEC transaction of several. With shards on Redis Cluster,
+// the batch is atomic within each shard only (see WithShards).
+//
+// Each call has a random nonce, stored with the messages it writes: if
+// go-redis sends the call again because its reply was lost, the messages
+// already written are left as they are, even if a consumer has claimed
+// one meanwhile (see the package documentation).
+func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
+	if s.closed.Load() {
+		return durable.ErrClosed
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	for i := range msgs {
+		if err := msgs[i].Validate(); err != nil {
+			return err
+		}
+	}
+	msgs = lastOfEachID(msgs)
+	nonce := fmt.Sprintf("%016x", rand.Uint64())
+	// The script calls of each shard, the messages in their order.
+	calls := make([][]*enqueueCall, len(s.shards))
+	ncalls := 0
+	for i := range msgs {
+		m := &msgs[i]
+		sh := shardOf(m.ID, len(s.shards))
+		cs := calls[sh]
+		if len(cs) == 0 || !cs[len(cs)-1].fits(len(m.Payload)) {
+			cs = append(cs, &enqueueCall{args: []any{nonce, 0}})
+			calls[sh] = cs
+			ncalls++
+		}
+		cs[len(cs)-1].add(m)
+	}
+	if ncalls == 1 {
+		for sh, cs := range calls {
+			if len(cs) == 1 {
+				_, err := s.run(ctx, enqueueScript, sh, cs[0].args...)
+				return wrap("enqueue", err)
+			}
+		}
+	}
+	if !s.cluster {
+		return wrap("enqueue", s.enqueueTx(ctx, calls, -1))
+	}
+	// On a cluster, one transaction per shard, all at once.
+	return wrap("enqueue", s.parallel(func(sh int) error {
+		if len(calls[sh]) == 0 {
+			return nil
+		}
+		return s.enqueueTx(ctx, calls, sh)
+	}))
+}
+
+// lastOfEachID returns msgs without the messages that a later one of the
+// same ID replaces: writing them would change nothing in the end, and
+// every ID is written once by a call, which the nonce requires.
+func lastOfEachID(msgs []durable.Message) []durable.Message {
+	if len(msgs) == 1 {
+		return msgs
+	}
+	last := make(map[string]int, len(msgs))
+	for i := range msgs {
+		last[msgs[i].ID] = i
+	}
+	if len(last) == len(msgs) {
+		return msgs
+	}
+	out := make([]durable.Message, 0, len(last))
+	for i := range msgs {
+		if last[msgs[i].ID] == i {
+			out = append(out, msgs[i])
+		}
+	}
+	return out
+}
+
+// An enqueueCall is the arguments of one call of the enqueue script.
+type enqueueCall struct {
+	args     []any // ARGV: nonce, count, then 4 per message
+	n, bytes int   // messages and payload bytes
+}
+
+// fits reports whether a message of size bytes of payload may join c: a
+// call holds up to maxEnqueueScript messages and maxEnqueueBytes, or one
+// larger message alone.
+func (c *enqueueCall) fits(size int) bool {
+	return c.n < maxEnqueueScript && (c.n == 0 || c.bytes+size <= maxEnqueueBytes)
+}
+
+func (c *enqueueCall) add(m *durable.Message) {
+	score, sub := dueArgs(m.Due)
+	c.args = append(c.args, m.ID, m.Payload, score, sub)
+	c.n++
+	c.bytes += len(m.Payload)
+	c.args[1] = c.n
+}
+
+// enqueueTx runs the enqueue calls of shard only (all shards if only is
+// -1) in one MULTI/EXEC transaction. It uses EVAL, not EVALSHA: a NOSCRIPT
+// error inside a transaction would not stop the other calls.
+func (s *Store) enqueueTx(ctx context.Context, calls [][]*enqueueCall, only int) error {
+	if s.closed.Load() {
+		return durable.ErrClosed
+	}
+	tx := func(c redis.Cmdable) error {
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for sh, cs := range calls {
+				if only >= 0 && sh != only {
+					continue
+				}
+				for _, c := range cs {
+					enqueueScript.Eval(ctx, p, s.shards[sh].keys, c.args...)
+				}
+			}
+			return nil
+		})
+		return err
+	}
+	if s.opts.replicas == 0 {
+		return tx(s.client)
+	}
+	return s.onReplicas(ctx, max(only, 0), tx)
+}
+
+// Cancel implements durable.Store.
+func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
+	r, err := s.run(ctx, cancelScript, shardOf(id, len(s.shards)), id)
+	if err != nil {
+		return false, wrap("cancel", err)
+	}
+	switch r {
+	case int64(1):
+		return true, nil
+	case int64(2):
+		return false, durable.ErrInFlight
+	}
+	return false, nil
+}
+
+// Requeue implements durable.Store.
+func (s *Store) Requeue(ctx context.Context, id string, due time.Time) error {
+	score, sub := dueArgs(due)
+	r, err := s.run(ctx, requeueScript, shardOf(id, len(s.shards)), id, score, sub)
+	if err != nil {
+		return wrap("requeue", err)
+	}
+	if r != int64(1) {
+		return durable.ErrNotFound
+	}
+	return nil
+}

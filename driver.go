@@ -68,14 +68,16 @@ func (w *TimingWheel) run() {
 }
 
 // kick wakes the driver, which goes round its loop: for a new earliest
-// bucket, a Sync, or Stop.
+// bucket, a Sync, or Stop. A driver that waits on a wakeup is poked;
+// one that selects (a mock clock, or no timerfd) is signalled on kicks.
 func (w *TimingWheel) kick() {
+	if wk := w.wake.Load(); wk != nil {
+		wk.poke()
+		return
+	}
 	select {
 	case w.kicks <- struct{}{}:
 	default:
-	}
-	if wk := w.wake.Load(); wk != nil {
-		wk.poke()
 	}
 }
 

@@ -37,7 +37,10 @@ func (w *TimingWheel) run() {
 	for {
 		w.takeSyncRequests()
 		now := w.now()
-		if !w.pass(now) {
+		w.passing.Store(true)
+		ok := w.pass(now)
+		w.passing.Store(false)
+		if !ok {
 			return
 		}
 		next, armed := w.queue.peek()
@@ -78,6 +81,19 @@ func (w *TimingWheel) kick() {
 	select {
 	case w.kicks <- struct{}{}:
 	default:
+	}
+}
+
+// kickForNewMin kicks the driver for a new earliest bucket, unless the
+// driver is in its pass: the pass arms buckets itself (what is left of an
+// expired one, the targets of a cascade), and the driver looks at the
+// delay queue's minimum after the pass anyway, so a kick would only make
+// it go round once more for nothing. An adder that reads passing as true
+// pushed its bucket before the driver cleared the flag, so before the
+// driver's look (the flag and the queue's lock order the two).
+func (w *TimingWheel) kickForNewMin() {
+	if !w.passing.Load() {
+		w.kick()
 	}
 }
 

@@ -25,12 +25,14 @@ type alarm struct {
 	now    func() int64 // the wheel's clock, ns since start
 	target int64        // the instant (ns since start) it is set for
 
-	// With a wakeup: the fd is armed for target, and its read deadline
-	// is set a backup interval after it (see timerfd_linux.go).
+	// With a wakeup: the fd is armed for target, and, while the program
+	// is busy, its read deadline is set a backup interval after it (see
+	// busyWaits and timerfd_linux.go).
 	wk         *wakeup
 	backup     time.Duration
 	wkOn       bool // the fd is armed for target and has not gone off
 	deadlineOn bool // the deadline is set for target and has not passed
+	busy       int  // waits left that also set the deadline (see busyWaits)
 
 	// Without one: a func timer of the wheel's clock that signals rang.
 	timer   *clock.Timer
@@ -39,8 +41,18 @@ type alarm struct {
 	timerOn bool // the timer is set for target and has not gone off
 }
 
+// busyWaits is how many waits after a late wake-up (by more than half the
+// backup interval) also set the wakeup's read deadline. A late wake-up
+// says the program is busy: its Ps did not poll the fd in time, and the
+// deadline's runtime timer, which they check each time they schedule, is
+// the backstop. An idle program is woken in time by the fd alone, and
+// does not pay for setting a runtime timer at each wait, which wakes
+// another thread to poll for it.
+const busyWaits = 256
+
 // newAlarm returns an alarm on c, whose now (ns since the wheel's start)
-// is now: with a wakeup, whose deadline is backup after each instant, if
+// is now: with a wakeup, whose deadline is backup after each instant
+// while the program is busy, if
 // real is true and the system gives one; with a timer of c otherwise.
 // Call close when done with it.
 func newAlarm(c clock.Clock, now func() int64, real bool, backup time.Duration) *alarm {
@@ -72,7 +84,7 @@ func (a *alarm) set(target int64, wait time.Duration) {
 			a.wk.arm(wait)
 			a.wkOn = true
 		}
-		if !a.deadlineOn {
+		if !a.deadlineOn && a.busy > 0 {
 			a.wk.setDeadline(wait + a.backup)
 			a.deadlineOn = true
 		}
@@ -115,11 +127,16 @@ func (a *alarm) stopTimer() {
 // pokes the wakeup, or signals kicks.
 func (a *alarm) wait(kicks <-chan struct{}) {
 	if a.wk != nil {
-		if a.wk.wait() {
+		expired := a.wk.wait()
+		if expired {
 			a.wkOn = false // it went off
 		} else {
 			a.wk.setDeadline(0) // passed, or poked: a wait would return at once
 			a.deadlineOn = false
+		}
+		a.busy = max(a.busy-1, 0)
+		if (expired || a.wkOn) && a.now()-a.target > int64(a.backup)/2 {
+			a.busy = busyWaits // woken late: the program is busy
 		}
 		return
 	}

@@ -21,10 +21,11 @@ import (
 // fd for the instant its next bucket is due and waits on it. Whatever else
 // must wake the driver (a new earliest bucket, Sync, Stop) pokes it, by
 // moving the fd's read deadline into the past. A read deadline a little
-// after the instant is also the backstop for a busy program: the runtime looks at the fd only when a P
-// has nothing else to run (or every 10ms), but checks the deadline's timer
-// each time it schedules. Each wheel on the real clock owns one from
-// Start to Stop: one file descriptor.
+// after the instant is also the backstop for a busy program, set while
+// wake-ups come late (see busyWaits): the runtime looks at the fd only
+// when a P has nothing else to run (or every 10ms), but checks the
+// deadline's timer each time it schedules. Each wheel on the real clock
+// owns one from Start to Stop: one file descriptor.
 type wakeup struct {
 	f  *os.File
 	rc syscall.RawConn

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,25 +117,57 @@ func TestWithClockNewIsTheRealClock(t *testing.T) {
 	assert.False(t, w.realClock)
 }
 
-// An alarm on the real clock arms its wakeup for the instant and sets the
-// wakeup's read deadline a backup interval later: the fd wakes an idle
-// program, the deadline's runtime timer one whose Ps are too busy to poll
-// the fd. Each goes off once; the alarm then sets it again.
-func TestAlarmSetsTheDeadlineBesideTheWakeup(t *testing.T) {
+// An alarm on the real clock arms its wakeup for the instant; once a
+// wake-up came late (the program is busy) it also sets the wakeup's read
+// deadline a backup interval later, for busyWaits waits: the fd wakes an
+// idle program, the deadline's runtime timer one whose Ps are too busy to
+// poll the fd. While wake-ups come on time it sets no deadline. Each goes
+// off once; the alarm then sets it again.
+func TestAlarmSetsTheDeadlineWhileWakeupsComeLate(t *testing.T) {
 	const backup = 5 * time.Millisecond
-	a := newAlarm(clock.New(), func() int64 { return 0 }, true, backup)
+	var now atomic.Int64 // the alarm's clock, moved by hand
+	a := newAlarm(clock.New(), now.Load, true, backup)
 	defer a.close()
 	require.NotNil(t, a.wk, "this system gives a timerfd")
-	a.set(int64(time.Millisecond), time.Millisecond)
+
+	target := int64(time.Millisecond)
+	a.set(target, time.Millisecond)
 	assert.True(t, a.wkOn, "wakeup armed")
-	assert.True(t, a.deadlineOn, "deadline set")
+	assert.False(t, a.deadlineOn, "no deadline for an idle program")
+	now.Store(target) // woken on time
+	a.wait(nil)
+	assert.False(t, a.wkOn, "the wakeup went off")
+	assert.Zero(t, a.busy, "a wake-up on time")
+
+	target += int64(time.Millisecond)
+	a.set(target, time.Millisecond)
+	assert.False(t, a.deadlineOn, "still no deadline")
+	now.Store(target + int64(backup)) // woken a whole backup interval late
+	a.wait(nil)
+	assert.Equal(t, busyWaits, a.busy, "a late wake-up")
+
+	target += int64(time.Millisecond)
+	a.set(target, time.Millisecond)
+	assert.True(t, a.wkOn, "wakeup armed")
+	assert.True(t, a.deadlineOn, "deadline set after a late wake-up")
+	now.Store(target)
 	a.wait(nil)
 	assert.False(t, a.wkOn, "the wakeup went off")
 	assert.True(t, a.deadlineOn, "the deadline is still set")
+	assert.Equal(t, busyWaits-1, a.busy, "one wait of the busy ones used")
 	t0 := time.Now()
 	a.wait(nil) // nothing armed now: the deadline ends it
 	assert.False(t, a.deadlineOn, "the deadline passed")
 	assert.Less(t, time.Since(t0), 10*time.Second)
+
+	for a.busy > 0 {
+		a.wk.poke() // ends the wait at once
+		a.wait(nil)
+	}
+	target += int64(time.Millisecond)
+	now.Store(0)
+	a.set(target, time.Millisecond)
+	assert.False(t, a.deadlineOn, "no deadline once the busy waits are used up")
 }
 
 // Kicks are never lost: a timer that makes a new earliest bucket, and a

@@ -94,6 +94,8 @@ type TimingWheel struct {
 	// wakeup, if it waits on one (see kick).
 	kicks chan struct{}
 	wake  atomic.Pointer[wakeup]
+	// passing is true while the driver is in a pass (see kickForNewMin).
+	passing atomic.Bool
 	// syncReqs are the Sync calls the driver has not taken yet.
 	syncMu   sync.Mutex
 	syncReqs []syncRequest
@@ -264,7 +266,7 @@ func newWheel(cfg config) (*TimingWheel, error) {
 		kicks:     make(chan struct{}, 1),
 		underway:  underway{idle: make(chan struct{})},
 	}
-	w.queue = newDelayQueue(w.kick)
+	w.queue = newDelayQueue(w.kickForNewMin)
 	w.start = w.clock.Now()
 	w.due.exp.Store(noExpiration)
 	w.due.lanes = newBuckets(1, lanes, 0)[0].lanes

@@ -52,7 +52,7 @@ func perMinute(ss []sample, d time.Duration) rates {
 // A series is one line of a chart.
 type series struct {
 	name string
-	v           func(i int) float64
+	v    func(i int) float64
 }
 
 // chart draws series over the last hour as SVG. Everything it writes is

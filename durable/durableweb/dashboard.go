@@ -31,7 +31,8 @@ var _ http.Handler = (*Dashboard)(nil)
 
 // Handler serves the dashboard of q. It works under any prefix (http.StripPrefix).
 //
-// Its sampler records q's Stats every few seconds until q is closed, or
+// Its sampler records q's Stats every few seconds until q is closed (it
+// returns at its first sample after Close, within WithSampleInterval), or
 // until the context of WithContext ends; use New for a Dashboard that can
 // also be closed on its own.
 func Handler(q *durable.Queue, opts ...Option) http.Handler { return New(q, opts...) }

@@ -251,3 +251,17 @@ func TestServeRefusesAnAddressInUse(t *testing.T) {
 	_, closeStore := b2.store(t) // it let go of the file
 	closeStore()
 }
+
+func TestServeEachBackend(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *backend) {
+		u, stop := serving(t, b.queue, "serve", "-addr", "127.0.0.1:0", "-read-only")
+		code, body := fetch(t, http.MethodGet, u+"pending", nil, nil)
+		assert.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `href="message?id=p1"`)
+		code, body = fetch(t, http.MethodGet, u+"message?id=d1", nil, nil)
+		assert.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, "card declined")
+		r := stop()
+		require.Equal(t, exitOK, r.code, r.stderr)
+	})
+}

@@ -280,3 +280,20 @@ func TestShowPayload(t *testing.T) {
 	assert.Equal(t, "(3 bytes, binary)", preview([]byte{0, 1, 2}))
 	assert.Equal(t, "a b", preview([]byte("a\n\n b")))
 }
+
+func TestReplaceFormKeepsTheDueTime(t *testing.T) {
+	q := newQueue(t)
+	due := time.Now().Add(time.Hour).UTC()
+	require.NoError(t, q.Enqueue(context.Background(), durable.Message{ID: "p1", Payload: []byte("hello"), Due: due}))
+	_, srv := newDashboard(t, q)
+	resp, body := get(t, srv, "/queue/new?id=p1")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, body, "Replace a message")
+	assert.Contains(t, body, `value="`+due.Format(time.RFC3339Nano)+`"`)
+	assert.Contains(t, body, ">hello</textarea>")
+	got, err := parseDue(due.Format(time.RFC3339Nano), time.Now())
+	require.NoError(t, err)
+	assert.True(t, due.Equal(got))
+	_, body = get(t, srv, "/queue/pending")
+	assert.Contains(t, body, "<h1>Pending <span")
+}

@@ -28,6 +28,7 @@ var pages = func() map[string]*template.Template {
 		"preview":  preview,
 		"short":    short,
 		"duration": showDuration,
+		"title":    stateTitle,
 	}
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html"))
 	m := make(map[string]*template.Template)
@@ -142,7 +143,7 @@ func (d *Dashboard) list(w http.ResponseWriter, r *http.Request, s durable.State
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 {
 		ld.Limit = min(n, 500)
 	}
-	v := d.newView(r.Context(), s.String(), s.String())
+	v := d.newView(r.Context(), stateTitle(s.String()), s.String())
 	v.Flash = flash(q)
 	status := http.StatusOK
 	var err error
@@ -239,6 +240,9 @@ func (d *Dashboard) enqueueForm(w http.ResponseWriter, r *http.Request) {
 	if nd.ID != "" {
 		if info, err := d.q.Get(r.Context(), nd.ID); err == nil {
 			nd.Replace = true
+			if !info.Due.IsZero() {
+				nd.Due = info.Due.UTC().Format(time.RFC3339Nano)
+			}
 			if pv := showPayload(info.Payload); pv.Kind == "hex" {
 				nd.Binary = true
 			} else {
@@ -248,6 +252,19 @@ func (d *Dashboard) enqueueForm(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Data = nd
 	d.render(w, http.StatusOK, "new", v)
+}
+
+// stateTitle is the heading of a state's list.
+func stateTitle(s string) string {
+	switch s {
+	case "pending":
+		return "Pending"
+	case "in-flight":
+		return "In flight"
+	case "dead":
+		return "Dead"
+	}
+	return s
 }
 
 // flash is the line a page shows after an action redirected to it.

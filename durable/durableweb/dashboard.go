@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -76,7 +77,7 @@ var securityHeaders = map[string]string{
 	"Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 		"object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
 	"X-Content-Type-Options":       "nosniff",
-	"Referrer-Policy":              "no-referrer",
+	"Referrer-Policy":              "same-origin",
 	"X-Frame-Options":              "DENY",
 	"Cross-Origin-Opener-Policy":   "same-origin",
 	"Cross-Origin-Resource-Policy": "same-origin",
@@ -148,11 +149,7 @@ func (d *Dashboard) checkAction(w http.ResponseWriter, r *http.Request) bool {
 		d.fail(w, r, http.StatusMethodNotAllowed, "Actions are POSTs from the dashboard's forms.")
 		return false
 	}
-	if err := d.cop.Check(r); err != nil {
-		d.fail(w, r, http.StatusForbidden, "Refused a cross-origin request.")
-		return false
-	}
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+	if !d.sameOrigin(r) {
 		d.fail(w, r, http.StatusForbidden, "Refused a request from another site.")
 		return false
 	}
@@ -167,6 +164,30 @@ func (d *Dashboard) checkAction(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return true
+}
+
+// sameOrigin reports whether r comes from a page of the dashboard's own
+// origin, or of a trusted one (WithTrustedOrigins). A browser says where
+// a request comes from in Sec-Fetch-Site and Origin: the request is
+// refused if either names another site (Origin: its host must be the
+// request's Host), and net/http's CrossOriginProtection must accept it
+// too. A request with neither header is not from a browser's page (or
+// from a very old browser): the forms' token decides.
+func (d *Dashboard) sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin != "" && d.cfg.trusted[origin] {
+		return true
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return false
+	}
+	if origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || origin == "null" || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
+			return false
+		}
+	}
+	return d.cop.Check(r) == nil
 }
 
 // stateOf returns the state a list's path names.

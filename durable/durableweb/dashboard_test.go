@@ -33,7 +33,7 @@ func TestSecurityHeadersOnEveryResponse(t *testing.T) {
 		assert.Contains(t, csp, "frame-ancestors 'none'", path)
 		assert.NotContains(t, csp, "unsafe-inline", path)
 		assert.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), path)
-		assert.Equal(t, "no-referrer", resp.Header.Get("Referrer-Policy"), path)
+		assert.Equal(t, "same-origin", resp.Header.Get("Referrer-Policy"), path)
 	}
 }
 
@@ -85,6 +85,8 @@ func TestActionsRefuseCrossSiteRequests(t *testing.T) {
 		{"same-site fetch", form(tok), map[string]string{"Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
 		{"foreign origin", form(tok), map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
 		{"null origin", form(tok), map[string]string{"Origin": "null"}, http.StatusForbidden},
+		{"foreign origin, same-origin fetch", form(tok), map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "same-origin"}, http.StatusForbidden},
+		{"trusted origin without token", url.Values{"id": {"d1"}}, map[string]string{"Origin": "https://ops.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
 	}
 	for _, c := range cases {
 		for _, action := range []string{"requeue", "cancel", "requeue-all"} {
@@ -296,4 +298,24 @@ func TestReplaceFormKeepsTheDueTime(t *testing.T) {
 	assert.True(t, due.Equal(got))
 	_, body = get(t, srv, "/queue/pending")
 	assert.Contains(t, body, "<h1>Pending <span")
+}
+
+func TestTrustedOrigins(t *testing.T) {
+	q := newQueue(t, durable.WithMaxAttempts(1))
+	ctx := context.Background()
+	kill(t, q, "d1", "boom")
+	kill(t, q, "d2", "boom")
+	_, srv := newDashboard(t, q, WithTrustedOrigins("https://ops.example/"))
+	_, body := get(t, srv, "/queue/dead")
+	tok := token(t, body)
+	resp, _ := post(t, srv, "/queue/requeue", url.Values{"id": {"d1"}, "token": {tok}},
+		map[string]string{"Origin": "https://ops.example", "Sec-Fetch-Site": "cross-site"})
+	assert.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp, _ = post(t, srv, "/queue/requeue", url.Values{"id": {"d2"}, "token": {tok}},
+		map[string]string{"Origin": "https://ops.example.evil", "Sec-Fetch-Site": "cross-site"})
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.Dead)
+	assert.Equal(t, 1, st.Pending)
 }

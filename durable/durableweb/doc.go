@@ -19,10 +19,12 @@
 // Every payload, ID and error text is escaped by html/template, and every
 // response carries a Content-Security-Policy that allows only the
 // dashboard's own script and style sheet, with X-Content-Type-Options:
-// nosniff, Referrer-Policy: no-referrer and no framing. Actions are POSTs
+// nosniff, Referrer-Policy: same-origin (no-referrer would make browsers
+// send "Origin: null" with the forms) and no framing. Actions are POSTs
 // only (a GET never changes anything), each form carries a token the
 // handler checks, and the handler refuses cross-origin requests (by
-// Sec-Fetch-Site and Origin, with net/http's CrossOriginProtection). The
+// Sec-Fetch-Site, and an Origin whose host is not the request's Host, and
+// with net/http's CrossOriginProtection; see WithTrustedOrigins). The
 // handler authenticates nobody: put it behind the service's own
 // authentication, or use ReadOnly.
 package durableweb

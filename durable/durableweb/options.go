@@ -2,6 +2,7 @@ package durableweb
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -15,6 +16,7 @@ type config struct {
 	ctx      context.Context
 	observer *Observer
 	pageSize int
+	trusted  map[string]bool
 }
 
 func defaultConfig() config {
@@ -57,3 +59,19 @@ func WithContext(ctx context.Context) Option {
 // delivered, acked, retried, died) and lateness percentiles. Give the same
 // o to durable.WithObserver when making the queue.
 func WithObserver(o *Observer) Option { return func(c *config) { c.observer = o } }
+
+// WithTrustedOrigins lets actions come from pages of these origins
+// ("https://ops.example.com": scheme, host and port, as browsers send in
+// the Origin header) besides the dashboard's own, which is the only one by
+// default: for a proxy that gives the handler another Host than the
+// browser's. The forms' token is still required.
+func WithTrustedOrigins(origins ...string) Option {
+	return func(c *config) {
+		if c.trusted == nil {
+			c.trusted = make(map[string]bool)
+		}
+		for _, o := range origins {
+			c.trusted[strings.TrimSuffix(o, "/")] = true
+		}
+	}
+}

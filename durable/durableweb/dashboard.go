@@ -52,7 +52,7 @@ func New(q *durable.Queue, opts ...Option) *Dashboard {
 	d := &Dashboard{
 		q:     q,
 		cfg:   cfg,
-		ring:  newRing(int(cfg.history/cfg.every) + 1),
+		ring:  newRing(min(int(cfg.history/cfg.every)+1, maxSamples)),
 		token: hex.EncodeToString(b[:]),
 		cop:   http.NewCrossOriginProtection(),
 		done:  make(chan struct{}),
@@ -62,6 +62,10 @@ func New(q *durable.Queue, opts ...Option) *Dashboard {
 	go d.run(ctx)
 	return d
 }
+
+// maxSamples bounds the samples a dashboard keeps: with a sample interval
+// below half a second, its chart covers less than the last hour.
+const maxSamples = 7201
 
 // Close stops the sampler and waits for it to return. The dashboard
 // still serves its pages (without new samples). Close is idempotent, and

@@ -34,8 +34,9 @@ func defaultConfig() config {
 func ReadOnly() Option { return func(c *config) { c.readOnly = true } }
 
 // WithSampleInterval sets how often the dashboard records the queue's
-// Stats for its chart: every 5 seconds by default. A d that is not
-// positive keeps the default.
+// Stats for its chart: every 5 seconds by default. It keeps the last
+// hour's samples, at most 7201 of them (so below half a second the chart
+// covers less than an hour). A d that is not positive keeps the default.
 func WithSampleInterval(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {

@@ -135,3 +135,13 @@ func TestStatsJSONOfAClosedQueue(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, body, "Cannot read the queue: the queue is closed")
 }
+
+func TestSamplesAreBounded(t *testing.T) {
+	q := newQueue(t)
+	d := New(q, WithSampleInterval(time.Nanosecond))
+	require.NoError(t, d.Close())
+	assert.Len(t, d.ring.buf, maxSamples)
+	d = New(q)
+	require.NoError(t, d.Close())
+	assert.Len(t, d.ring.buf, 721, "an hour of samples every 5s, both ends")
+}

@@ -44,6 +44,7 @@ The dashboard:
                                         -read-only serves no action. -auth-file holds a bearer
                                         token, or user:password for basic auth (for a browser);
                                         it is required to listen on other than loopback
+                                        (plain HTTP: put TLS in front, or use an SSH tunnel)
 
 Flags (before <queue>, or after the command):
   -json        print JSON: one object for stats, get, requeue, cancel and enqueue;

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"errors"
+	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -52,4 +56,24 @@ func TestBinary(t *testing.T) {
 	code, _, stderr = runBin("")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "twq -h")
+
+	// serve runs until SIGINT, then lets go of the file and exits 0.
+	cmd := exec.Command(bin, b.queue, "serve", "-addr", "127.0.0.1:0")
+	pipe, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var serveErr strings.Builder
+	cmd.Stderr = &serveErr
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(pipe).ReadString('\n')
+	require.NoError(t, err, "stderr: %s", serveErr.String())
+	m := regexp.MustCompile(`at (http://\S+/)`).FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+	resp, err := http.Get(m[1])
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	require.NoError(t, cmd.Wait(), "stderr: %s", serveErr.String())
+	code, _, stderr = runBin("", b.queue, "stats")
+	assert.Equal(t, exitOK, code, stderr)
 }

@@ -24,7 +24,8 @@ type command struct {
 	parse func(name string, args []string, o *options) (action, error)
 }
 
-// commands are twq's commands by name. get and list are in inspect.go.
+// commands are twq's commands by name. get and list are in inspect.go,
+// serve in serve.go.
 var commands = map[string]*command{
 	"stats":   {readOnly: true, parse: parseStats},
 	"dead":    {readOnly: true, parse: parseDead},
@@ -33,6 +34,7 @@ var commands = map[string]*command{
 	"requeue": {parse: parseRequeue},
 	"cancel":  {parse: parseCancel},
 	"enqueue": {parse: parseEnqueue},
+	"serve":   {parse: parseServe},
 }
 
 // defaultLimit is the number of messages dead and list show by default.

@@ -1,6 +1,7 @@
 // Command twq inspects and repairs a durable queue (package durable) kept
 // in a file or on Redis: stats, get, list by state, dead letters, requeue,
-// cancel, enqueue.
+// cancel, enqueue; and serve, a web dashboard of the queue (package
+// durableweb).
 //
 //	twq [-json] [-timeout D] <queue> <command> [args]
 //

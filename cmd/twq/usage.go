@@ -33,6 +33,19 @@ Commands that write:
                                         add a message, or replace the one with that ID;
                                         -payload-file - reads stdin; due now by default
 
+The dashboard:
+  serve [-addr HOST:PORT] [-read-only] [-auth-file F] [-max-attempts N]
+                                        serve a web dashboard of the queue until Ctrl-C
+                                        (default -addr 127.0.0.1:8080, loopback only). It runs a
+                                        queue, which holds a queue file's lock while it serves
+                                        (a service that holds the file can mount
+                                        durableweb.Handler instead) and reaps expired leases
+                                        as any queue does (-max-attempts: the service's, default 10).
+                                        -read-only serves no action. -auth-file holds a bearer
+                                        token, or user:password for basic auth (for a browser);
+                                        it is required to listen on other than loopback
+                                        (plain HTTP: put TLS in front, or use an SSH tunnel)
+
 Flags (before <queue>, or after the command):
   -json        print JSON: one object for stats, get, requeue, cancel and enqueue;
                an array for dead, and an object {"messages": [...], "next_cursor": "..."} for list
@@ -138,7 +151,7 @@ func parseCommandLine(args []string, stdin io.Reader, stderr io.Writer) (*invoca
 	case 0:
 		return nil, usagef("name a queue (a file path or a redis:// URL) and a command")
 	case 1:
-		return nil, usagef("name a command after the queue %s (stats, list, get, dead, requeue, cancel, enqueue)", rest[0])
+		return nil, usagef("name a command after the queue %s (stats, list, get, dead, requeue, cancel, enqueue, serve)", rest[0])
 	}
 	var err error
 	if inv.target, err = parseTarget(rest[0]); err != nil {
@@ -147,7 +160,7 @@ func parseCommandLine(args []string, stdin io.Reader, stderr io.Writer) (*invoca
 	name := rest[1]
 	inv.cmd = commands[name]
 	if inv.cmd == nil {
-		return nil, usagef("unknown command %q (stats, list, get, dead, requeue, cancel, enqueue)", name)
+		return nil, usagef("unknown command %q (stats, list, get, dead, requeue, cancel, enqueue, serve)", name)
 	}
 	inv.act, err = inv.cmd.parse(name, rest[2:], &inv.opts)
 	if errors.Is(err, errHelp) {

@@ -15,6 +15,7 @@ func TestHelp(t *testing.T) {
 		assert.Empty(t, r.stdout)
 		assert.Contains(t, r.stderr, "Usage:")
 		assert.Contains(t, r.stderr, "requeue ID [-at TIME | -in DURATION]")
+		assert.Contains(t, r.stderr, "serve [-addr HOST:PORT] [-read-only] [-auth-file F]")
 	}
 }
 

@@ -1,0 +1,30 @@
+// Package durableweb serves a web dashboard of a durable.Queue: counts of
+// pending, in-flight and dead messages and how they moved over the last
+// hour, the throughput and lateness an Observer saw, each state's messages
+// as a list paged with the queue's cursors and filtered by ID prefix, each
+// message with its payload, and actions on them (requeue, cancel, enqueue)
+// unless the dashboard is ReadOnly.
+//
+// Mount it under any prefix of a service's mux:
+//
+//	mux.Handle("/queue/", http.StripPrefix("/queue", durableweb.Handler(q)))
+//
+// The page needs nothing from outside the process: its style sheet and
+// script are embedded, and it is readable and usable without JavaScript
+// (the script only refreshes the overview every few seconds and asks
+// confirm() before an action).
+//
+// # Safety
+//
+// Every payload, ID and error text is escaped by html/template, and every
+// response carries a Content-Security-Policy that allows only the
+// dashboard's own script and style sheet, with X-Content-Type-Options:
+// nosniff, Referrer-Policy: same-origin (no-referrer would make browsers
+// send "Origin: null" with the forms) and no framing. Actions are POSTs
+// only (a GET never changes anything), each form carries a token the
+// handler checks, and the handler refuses cross-origin requests (by
+// Sec-Fetch-Site, and an Origin whose host is not the request's Host, and
+// with net/http's CrossOriginProtection; see WithTrustedOrigins). The
+// handler authenticates nobody: put it behind the service's own
+// authentication, or use ReadOnly.
+package durableweb

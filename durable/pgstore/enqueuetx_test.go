@@ -25,7 +25,7 @@ func TestEnqueueTxCommitted(t *testing.T) {
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	_, err = tx.Exec(ctx, `INSERT INTO tx_orders (id) VALUES ('order-1')`)
+	_, err = tx.Exec(ctx, `INSERT INTO tx_orders (id) VALUES ($1)`, s.Queue()+"/order-1")
 	require.NoError(t, err)
 	require.NoError(t, s.EnqueueTx(ctx, tx, durable.Message{ID: "timeout:order-1", Payload: []byte("order-1")}))
 	_, err = s.Get(ctx, "timeout:order-1")

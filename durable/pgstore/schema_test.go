@@ -15,7 +15,7 @@ import (
 // the store work there, apart from the queue of the same name in public.
 func TestSchemaFresh(t *testing.T) {
 	pool := testPool(t)
-	const schema = "Fresh Schema"
+	schema := "Fresh Schema " + freshQueue()
 	queue := freshQueue()
 	s := openStore(t, pool, queue, WithSchema(schema))
 	public := openStore(t, pool, queue)
@@ -23,7 +23,7 @@ func TestSchemaFresh(t *testing.T) {
 	for _, name := range []string{messagesTable, versionTable, seqSequence, tokenSequence} {
 		var exists bool
 		require.NoError(t, pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`,
-			`"Fresh Schema".`+name).Scan(&exists))
+			`"`+schema+`".`+name).Scan(&exists))
 		assert.True(t, exists, name)
 	}
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
@@ -39,9 +39,9 @@ func TestSchemaFresh(t *testing.T) {
 // tables of a version this package does not know.
 func TestSchemaTooNew(t *testing.T) {
 	pool := testPool(t)
-	const schema = "future"
+	schema := "future_" + freshQueue()
 	require.NoError(t, Migrate(ctx, pool, WithSchema(schema)))
-	_, err := pool.Exec(ctx, `INSERT INTO future.timingwheel_schema_version (version) VALUES ($1)`, SchemaVersion+1)
+	_, err := pool.Exec(ctx, `INSERT INTO `+schema+`.timingwheel_schema_version (version) VALUES ($1)`, SchemaVersion+1)
 	require.NoError(t, err)
 	_, err = New(ctx, pool, "q", WithSchema(schema))
 	require.ErrorIs(t, err, ErrSchemaTooNew)
@@ -54,7 +54,7 @@ func TestSchemaTooNew(t *testing.T) {
 // tables, and take those that MigrationSQL made.
 func TestSchemaWithoutMigrate(t *testing.T) {
 	pool := testPool(t)
-	const schema = "own_migrations"
+	schema := "own_migrations_" + freshQueue()
 	_, err := New(ctx, pool, "q", WithSchema(schema), WithoutMigrate())
 	require.ErrorIs(t, err, ErrSchemaTooOld)
 	var exists bool
@@ -78,7 +78,7 @@ func TestSchemaWithoutMigrate(t *testing.T) {
 	s := openStore(t, pool, "q", WithSchema(schema), WithoutMigrate())
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 	var v int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT max(version) FROM own_migrations.timingwheel_schema_version`).Scan(&v))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT max(version) FROM `+schema+`.timingwheel_schema_version`).Scan(&v))
 	assert.Equal(t, SchemaVersion, v)
 }
 
@@ -86,11 +86,12 @@ func TestSchemaWithoutMigrate(t *testing.T) {
 // tables of a fresh schema once, each New succeeding.
 func TestSchemaConcurrentNew(t *testing.T) {
 	pool := testPool(t)
+	schema := "concurrent_" + freshQueue()
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
 		wg.Go(func() {
-			s, err := New(ctx, pool, freshQueue(), WithSchema("concurrent"))
+			s, err := New(ctx, pool, freshQueue(), WithSchema(schema))
 			if err == nil {
 				_ = s.Close()
 			}
@@ -102,6 +103,6 @@ func TestSchemaConcurrentNew(t *testing.T) {
 		require.NoError(t, err)
 	}
 	var n int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM concurrent.timingwheel_schema_version`).Scan(&n))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM `+schema+`.timingwheel_schema_version`).Scan(&n))
 	assert.Equal(t, SchemaVersion, n)
 }

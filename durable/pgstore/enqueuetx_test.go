@@ -142,3 +142,34 @@ func TestEnqueueTxInvalid(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, durable.Pending, info.State)
 }
+
+// TestEnqueueTxRepeatableRead: in a transaction whose snapshot is older
+// than the EnqueueTx, EnqueueTx notifies even for a message after the
+// earliest pending one it sees, which may be long gone.
+func TestEnqueueTxRepeatableRead(t *testing.T) {
+	pool := testPool(t)
+	queue := freshQueue()
+	s := openStore(t, pool, queue, WithSafetyPoll(0))
+	other := openStore(t, pool, queue, WithSafetyPoll(0))
+	w, stop := other.Wakeups()
+	defer stop()
+	waitListening(t, other, w)
+	now := dbNow(t)
+	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("first", now.Add(time.Minute))}))
+	requireWakeup(t, w, "the first message")
+
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT count(*) FROM pg_class`) // takes the snapshot
+	require.NoError(t, err)
+	require.NoError(t, s.EnqueueTx(ctx, tx, msg("later", now.Add(time.Hour))))
+	require.NoError(t, tx.Commit(ctx))
+	requireWakeup(t, w, "a repeatable-read transaction notifies")
+
+	tx, err = pool.Begin(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s.EnqueueTx(ctx, tx, msg("latest", now.Add(2*time.Hour))))
+	require.NoError(t, tx.Commit(ctx))
+	requireNoWakeup(t, w, 300*time.Millisecond, "read committed: not the earliest")
+}

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -189,4 +190,56 @@ func TestNotifyRecheck(t *testing.T) {
 	requireWakeup(t, w, "the recheck")
 	assert.GreaterOrEqual(t, time.Since(start), recheckDelay/2, "about a second after the claim")
 	assert.Equal(t, int64(1), s.wake.received.Load(), "one notification: the enqueue's")
+}
+
+// TestNotifyRecheckRescues stages the race the recheck covers: a writer
+// sees a pending message earlier than its own and does not notify; a
+// queue claims that message before the writer commits, and waits, its
+// claim not having seen the writer's message. Without the safety poll,
+// only the recheck after the claim wakes it to receive the message.
+func TestNotifyRecheckRescues(t *testing.T) {
+	pool := testPool(t)
+	queue := freshQueue()
+	writer := openStore(t, pool, queue, WithSafetyPoll(0))
+	cstore := openStore(t, pool, queue, WithSafetyPoll(0))
+	consumer := newQueue(t, cstore)
+	require.NoError(t, writer.Enqueue(ctx, []durable.Message{msg("x", dbNow(t).Add(-time.Second))}))
+
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	require.NoError(t, writer.EnqueueTx(ctx, tx, msg("r", dbNow(t).Add(100*time.Millisecond))))
+
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	d, err := consumer.Receive(rctx)
+	require.NoError(t, err)
+	claimed := time.Now()
+	require.Equal(t, "x", d.ID)
+	require.NoError(t, d.Ack(ctx))
+	received := cstore.wake.received.Load()
+
+	got := make(chan error, 1)
+	go func() {
+		d, err := consumer.Receive(rctx)
+		if err == nil && d.ID != "r" {
+			err = fmt.Errorf("received %q", d.ID)
+		}
+		if err == nil {
+			err = d.Ack(ctx)
+		}
+		got <- err
+	}()
+	// Let the receiver claim (and find nothing) before the commit; if it
+	// claims after, it finds the message at once, and the test proves less.
+	time.Sleep(200 * time.Millisecond)
+	require.NoError(t, tx.Commit(ctx))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the message committed after the claim was not received")
+	}
+	assert.Equal(t, received, cstore.wake.received.Load(), "the commit notified nobody")
+	assert.GreaterOrEqual(t, time.Since(claimed), recheckDelay-100*time.Millisecond, "woken by the recheck")
 }

@@ -114,21 +114,21 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 }
 
 // EnqueueTx writes msgs as Enqueue does, inside the caller's transaction
-// tx: they exist, and are delivered, if and only if tx commits; receivers
-// in every process learn of them at the commit (the notification, if
-// any, is sent by the commit, and not at all on a rollback). Their
-// EnqueuedAt, and the due time of a zero Due, is the database's clock at
-// the EnqueueTx, not at the commit. A message is claimed at its due time
-// after the commit, never before the commit.
+// tx, on the store's database: they exist, and are delivered, if and only
+// if tx commits; receivers in every process learn of them at the commit
+// (the notification, if any, is sent by the commit, and not at all on a
+// rollback). Their EnqueuedAt, and the due time of a zero Due, is the
+// database's clock at the EnqueueTx, not at the commit. A message is
+// claimed at its due time after the commit, never before the commit.
 //
 // Until tx ends, the rows it wrote are locked: another Enqueue or a Cancel
-// of the same IDs waits for it. Keep such transactions short. In a
-// transaction of isolation REPEATABLE READ or SERIALIZABLE, whose snapshot
-// may be older than the EnqueueTx, it notifies whatever the due times (see
-// the package documentation); at READ COMMITTED, the default, only for a
-// new earliest message. A tx that
-// was committed, rolled back or aborted by an earlier error gives an error
-// wrapping ErrTxDone.
+// of the same IDs waits for it, and a claim skips them. Keep such
+// transactions short. In a transaction of isolation REPEATABLE READ or
+// SERIALIZABLE, whose snapshot may be older than the EnqueueTx, it
+// notifies whatever the due times; at READ COMMITTED, the default, only
+// for a new earliest message (see the package documentation). A tx that
+// was committed, rolled back or aborted by an earlier error gives an
+// error wrapping ErrTxDone.
 func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, msgs ...durable.Message) error {
 	if err := s.check(); err != nil {
 		return err

@@ -104,6 +104,7 @@ var rules = []group{
 	{"List", listRules},
 	{"Stats", statsRules},
 	{"Close", closeRules},
+	{"Series", seriesRules},
 	{"Notifier", notifierRules},
 }
 

@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -182,6 +183,11 @@ type Store interface {
 	// ListSeries returns every series the store holds, by name (bytewise).
 	ListSeries(ctx context.Context) ([]Series, error)
 
+	// A store that cannot keep series in some configuration (Redis
+	// Cluster with several shards) returns an error wrapping
+	// ErrSeriesUnsupported from each of the four series methods, and
+	// changes nothing.
+	//
 	// DeleteSeries deletes the series name and, in the same atomic write,
 	// cancels its Pending message as Cancel would (a message in flight
 	// and handed out, or one that is gone, is left as it is). It reports
@@ -350,6 +356,10 @@ func (p RetryPolicy) Delay(attempt int) (d time.Duration, err error) {
 	}()
 	return p.Backoff(attempt), nil
 }
+
+// ErrSeriesUnsupported is wrapped by the errors of the series methods of
+// a store that cannot keep series as it is configured (see Store).
+var ErrSeriesUnsupported = errors.New("durable: the store cannot keep series in this configuration")
 
 // Series is what a store keeps of a series of Queue.Schedule: all a
 // process needs to take part in it. The store only keeps it; what the

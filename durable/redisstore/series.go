@@ -25,7 +25,7 @@ import (
 // script, which a cluster runs only on keys of one slot. A queue of one
 // shard keeps them all in its slot; on a single node, a script may use
 // keys of any slot.
-var ErrSeriesSharded = errors.New("redisstore: schedules on Redis Cluster need a queue of one shard")
+var ErrSeriesSharded = fmt.Errorf("redisstore: schedules on Redis Cluster need a queue of one shard: %w", durable.ErrSeriesUnsupported)
 
 // seriesKey is the hash of a queue's series.
 func seriesKey(queue string) string {

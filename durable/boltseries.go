@@ -116,12 +116,13 @@ func (s *BoltStore) AdvanceSeries(ctx context.Context, p SeriesStep) (cur Series
 	return cur, done, nil
 }
 
-// Series implements Store.
+// Series implements Store. A file of a version before series (opened
+// read-only, see twq) has no series bucket, and no series.
 func (s *BoltStore) Series(ctx context.Context, name string) (sr Series, err error) {
 	err = s.view(func(tx *bolt.Tx) error {
-		b, err := seriesBucket(tx)
-		if err != nil {
-			return err
+		b := tx.Bucket(bucketSeries)
+		if b == nil {
+			return fmt.Errorf("%w: no series %q", ErrNotFound, name)
 		}
 		var ok bool
 		sr, ok, err = getSeries(b, name)
@@ -136,9 +137,9 @@ func (s *BoltStore) Series(ctx context.Context, name string) (sr Series, err err
 // ListSeries implements Store: bbolt keeps the keys in bytewise order.
 func (s *BoltStore) ListSeries(ctx context.Context) (out []Series, err error) {
 	err = s.view(func(tx *bolt.Tx) error {
-		b, err := seriesBucket(tx)
-		if err != nil {
-			return err
+		b := tx.Bucket(bucketSeries)
+		if b == nil {
+			return nil // a file of a version before series
 		}
 		return b.ForEach(func(k, v []byte) error {
 			sr, err := decodeSeries(string(k), v)

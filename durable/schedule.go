@@ -259,18 +259,11 @@ func (q *Queue) joinSeries(ctx context.Context, r *seriesRun, now, first time.Ti
 			p = r.step(st, st.Last)
 		default:
 			// From the new Schedule's next time on; the pending message
-			// of the old one goes.
-			from := now
+			// of the old one, if its time has not come, goes.
+			p = r.step(st, first)
 			if st.Last.After(now) {
 				p.Cancel = st.Pending
 			}
-			t, err := nextTime(r.sched, from)
-			if err != nil {
-				return Series{}, err
-			}
-			c := p.Cancel
-			p = r.step(st, t)
-			p.Cancel = c
 		}
 		cur, ok, err := q.store.AdvanceSeries(ctx, p)
 		if err != nil {

@@ -191,8 +191,10 @@ type seriesRun struct {
 // A name must be 1 to MaxScheduleNameLen bytes without "@"; s must have a
 // time after now, each after the one before. Otherwise, and for a payload
 // over MaxPayloadLen, the error wraps ErrInvalidSchedule and nothing is
-// written. The queue takes part in the series until Unschedule, Close, or
-// a conflict; the series lives on in the store until Unschedule.
+// written. A store that cannot keep series as configured (Redis Cluster
+// with several shards) gives an error wrapping ErrSeriesUnsupported. The
+// queue takes part in the series until Unschedule, Close, or a conflict;
+// the series lives on in the store until Unschedule.
 func (q *Queue) Schedule(ctx context.Context, name string, s Schedule, payload []byte) error {
 	if err := checkScheduleName(name); err != nil {
 		return err

@@ -74,6 +74,11 @@ func TestScheduleOncePerTime(t *testing.T) {
 	late := (*Queue)(nil)
 	for k := 1; k <= 30; k++ {
 		tk := t0.Add(time.Duration(k) * step)
+		// On time: the message of tk is in the store before tk.
+		info, err := qs[0].Get(ctx, ScheduleID("report", tk))
+		require.NoError(t, err)
+		require.Equal(t, Pending, info.State)
+		require.Equal(t, tk, info.Due.UTC())
 		if k%5 == 0 {
 			noneDue(t, qs[k%3]) // never before its time
 		}
@@ -84,7 +89,6 @@ func TestScheduleOncePerTime(t *testing.T) {
 		if k == 10 {
 			// A process that comes late joins the series and enqueues
 			// nothing again.
-			var err error
 			late, err = New(s, WithClock(mock), withClaimAhead(0))
 			require.NoError(t, err)
 			defer func() { assert.NoError(t, late.Close()) }()

@@ -175,6 +175,11 @@ type Store interface {
 	// of it is one atomic write. The store checks nothing else: the times
 	// and the message are the Queue's (p.Message is valid, see
 	// Message.Validate).
+	//
+	// A store that cannot keep series as configured (Redis Cluster with
+	// several shards) returns an error wrapping ErrSeriesUnsupported from
+	// AdvanceSeries, Series, ListSeries and DeleteSeries, and changes
+	// nothing.
 	AdvanceSeries(ctx context.Context, p SeriesStep) (Series, bool, error)
 
 	// Series returns the series name, or an error wrapping ErrNotFound.
@@ -183,11 +188,6 @@ type Store interface {
 	// ListSeries returns every series the store holds, by name (bytewise).
 	ListSeries(ctx context.Context) ([]Series, error)
 
-	// A store that cannot keep series in some configuration (Redis
-	// Cluster with several shards) returns an error wrapping
-	// ErrSeriesUnsupported from each of the four series methods, and
-	// changes nothing.
-	//
 	// DeleteSeries deletes the series name and, in the same atomic write,
 	// cancels its Pending message as Cancel would (a message in flight
 	// and handed out, or one that is gone, is left as it is). It reports
@@ -370,6 +370,9 @@ type Series struct {
 	Name, Fingerprint string
 	// Last is the time of the last message of the series written, and
 	// Next the time after it, when the series writes its next message.
+	// A store keeps both to the nanosecond (Unix nanoseconds; a type of
+	// microseconds would not do), since AdvanceSeries compares Last
+	// exactly; the zero time stays the zero time.
 	Last, Next time.Time
 	// Pending is the ID of the last message of the series written (the
 	// message of Last, or of an earlier time if a step wrote none), which

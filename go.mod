@@ -6,6 +6,7 @@ toolchain go1.26.8
 
 require (
 	github.com/benbjohnson/clock v1.3.5
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/stretchr/testify v1.12.1
 	go.etcd.io/bbolt v1.5.0
 	go.uber.org/goleak v1.3.0

@@ -20,6 +20,9 @@ var (
 	bucketInflight = []byte("inflight")
 	bucketDead     = []byte("dead")
 	bucketMeta     = []byte("meta")
+	// bucketSeries holds the series of Queue.Schedule: name -> JSON of
+	// boltSeries (see boltseries.go).
+	bucketSeries = []byte("series")
 )
 
 type msgState byte

@@ -133,7 +133,7 @@ func openBolt(path string, opts *bolt.Options) (db *bolt.DB, err error) {
 func createBuckets(db *bolt.DB) (err error) {
 	defer recoverCorrupt(&err)
 	return db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketMsgs, bucketPending, bucketInflight, bucketDead, bucketMeta} {
+		for _, name := range [][]byte{bucketMsgs, bucketPending, bucketInflight, bucketDead, bucketMeta, bucketSeries} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -352,27 +352,7 @@ func (s *BoltStore) Enqueue(ctx context.Context, msgs []Message) error {
 	return s.writeTxn(ctx, func(t *txn) (bool, error) {
 		now := s.now()
 		for _, m := range msgs {
-			old, err := t.get(m.ID)
-			if err != nil {
-				return false, err
-			}
-			r := &record{due: now, enqueuedAt: now, payload: m.Payload}
-			if !m.Due.IsZero() {
-				r.due = unixNano(m.Due)
-			}
-			if old != nil {
-				r.token = old.token
-				if old.enqueuedAt != 0 { // kept: 0 is a version 1 record's unknown
-					r.enqueuedAt = old.enqueuedAt
-				}
-				if old.state == stateInflight {
-					s.ahead.take(m.ID, old.token)
-				}
-				if err := t.remove(old); err != nil {
-					return false, err
-				}
-			}
-			if err := t.place(m.ID, r, statePending, r.due); err != nil {
+			if err := s.enqueueIn(t, now, m); err != nil {
 				return false, err
 			}
 		}
@@ -380,23 +360,53 @@ func (s *BoltStore) Enqueue(ctx context.Context, msgs []Message) error {
 	})
 }
 
+// enqueueIn writes m in t as Enqueue does.
+func (s *BoltStore) enqueueIn(t *txn, now int64, m Message) error {
+	old, err := t.get(m.ID)
+	if err != nil {
+		return err
+	}
+	r := &record{due: now, enqueuedAt: now, payload: m.Payload}
+	if !m.Due.IsZero() {
+		r.due = unixNano(m.Due)
+	}
+	if old != nil {
+		r.token = old.token
+		if old.enqueuedAt != 0 { // kept: 0 is a version 1 record's unknown
+			r.enqueuedAt = old.enqueuedAt
+		}
+		if old.state == stateInflight {
+			s.ahead.take(m.ID, old.token)
+		}
+		if err := t.remove(old); err != nil {
+			return err
+		}
+	}
+	return t.place(m.ID, r, statePending, r.due)
+}
+
 // Cancel implements Store.
 func (s *BoltStore) Cancel(ctx context.Context, id string) (found bool, err error) {
 	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
-		found = false // fn may run twice (see runBatch)
-		r, err := t.get(id)
-		switch {
-		case err != nil:
-			return false, err
-		case r == nil:
-			return false, nil
-		case r.state == stateInflight && !s.ahead.take(id, r.token):
-			return false, ErrInFlight
-		}
-		found = true
-		return true, t.delete(id, r)
+		var err error
+		found, err = s.cancelIn(t, id) // fn may run twice (see runBatch)
+		return found, err
 	})
 	return found, err
+}
+
+// cancelIn cancels id in t as Cancel does, and reports whether it did.
+func (s *BoltStore) cancelIn(t *txn, id string) (bool, error) {
+	r, err := t.get(id)
+	switch {
+	case err != nil:
+		return false, err
+	case r == nil:
+		return false, nil
+	case r.state == stateInflight && !s.ahead.take(id, r.token):
+		return false, ErrInFlight
+	}
+	return true, t.delete(id, r)
 }
 
 // Claim implements Store.

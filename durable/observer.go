@@ -27,6 +27,10 @@ const (
 	// EventHandled: a handler of Run returned. Duration and Err (nil on
 	// success, the handler's error or panic otherwise) are set.
 	EventHandled
+	// EventScheduleConflict: this queue stopped taking part in the series
+	// ID, rewritten with another Schedule by a later Schedule call (see
+	// Queue.Schedule). Err wraps ErrScheduleConflict.
+	EventScheduleConflict
 )
 
 // String returns the kind's name, as "delivered".
@@ -46,6 +50,8 @@ func (k EventKind) String() string {
 		return "lease lost"
 	case EventHandled:
 		return "handled"
+	case EventScheduleConflict:
+		return "schedule conflict"
 	}
 	return "unknown"
 }
@@ -61,7 +67,8 @@ type Event struct {
 	Attempt int
 	// Lateness is set on EventDelivered, Duration on EventHandled.
 	Lateness, Duration time.Duration
-	// Err is set on EventHandled when the handler failed.
+	// Err is set on EventHandled when the handler failed, and on
+	// EventScheduleConflict.
 	Err error
 }
 

@@ -39,10 +39,11 @@ type Queue struct {
 	// reap at the earliest lease deadline, reapAt (zero when not armed).
 	due, reap     *timingwheel.Timer
 	dueAt, reapAt time.Time
-	reaping       bool                 // a reap goroutine runs
-	reapAgain     bool                 // the reap timer fired while it ran
-	waiting       int                  // receivers waiting, for tests
-	ahead         map[string]*Delivery // claimed ahead, not handed out yet (see handOut)
+	reaping       bool                  // a reap goroutine runs
+	reapAgain     bool                  // the reap timer fired while it ran
+	waiting       int                   // receivers waiting, for tests
+	ahead         map[string]*Delivery  // claimed ahead, not handed out yet (see handOut)
+	series        map[string]*seriesRun // the series this queue takes part in (see schedule.go)
 
 	ctx    context.Context // ends on Close, for the queue's own store calls
 	cancel context.CancelFunc
@@ -94,7 +95,7 @@ func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
 	}
 	q := &Queue{
 		store: s, ownsStore: ownsStore, cfg: cfg, clock: cfg.clock, wheel: cfg.wheel,
-		log: cfg.logger, ahead: make(map[string]*Delivery),
+		log: cfg.logger, ahead: make(map[string]*Delivery), series: make(map[string]*seriesRun),
 	}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	q.done = q.ctx.Done()
@@ -221,6 +222,7 @@ func (q *Queue) shutdownLocked() {
 	q.cancel()
 	q.due.Stop()
 	q.reap.Stop()
+	q.stopSeriesLocked()
 }
 
 func (q *Queue) finish() error {

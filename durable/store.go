@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -158,6 +159,40 @@ type Store interface {
 
 	// Stats counts the messages in each state.
 	Stats(ctx context.Context) (Stats, error)
+
+	// AdvanceSeries is the one write of a series (see Queue.Schedule): a
+	// compare-and-set of its state and the message of its time, together.
+	// If the series p.Name is as p expects (p.ExpectLast and
+	// p.ExpectFingerprint equal to its Last and Fingerprint; both zero
+	// for a series that must not exist yet), it cancels p.Cancel (if not
+	// empty) as Cancel would, leaving it alone if it is in flight and
+	// handed out or absent; then writes p.Message (if its ID is not
+	// empty) as Enqueue would; then sets the series to p.Name,
+	// p.Fingerprint, p.Last and p.Next, its Pending to p.Message.ID if
+	// there is one (kept otherwise), and returns it with true. If the
+	// series is not as p expects, it changes nothing and returns the
+	// series as it is (the zero Series if there is none) with false. All
+	// of it is one atomic write. The store checks nothing else: the times
+	// and the message are the Queue's (p.Message is valid, see
+	// Message.Validate).
+	//
+	// A store that cannot keep series as configured (Redis Cluster with
+	// several shards) returns an error wrapping ErrSeriesUnsupported from
+	// AdvanceSeries, Series, ListSeries and DeleteSeries, and changes
+	// nothing.
+	AdvanceSeries(ctx context.Context, p SeriesStep) (Series, bool, error)
+
+	// Series returns the series name, or an error wrapping ErrNotFound.
+	Series(ctx context.Context, name string) (Series, error)
+
+	// ListSeries returns every series the store holds, by name (bytewise).
+	ListSeries(ctx context.Context) ([]Series, error)
+
+	// DeleteSeries deletes the series name and, in the same atomic write,
+	// cancels its Pending message as Cancel would (a message in flight
+	// and handed out, or one that is gone, is left as it is). It reports
+	// whether there was such a series.
+	DeleteSeries(ctx context.Context, name string) (bool, error)
 
 	// Close releases the store. It does not delete anything.
 	Close() error
@@ -320,4 +355,46 @@ func (p RetryPolicy) Delay(attempt int) (d time.Duration, err error) {
 		}
 	}()
 	return p.Backoff(attempt), nil
+}
+
+// ErrSeriesUnsupported is wrapped by the errors of the series methods of
+// a store that cannot keep series as it is configured (see Store).
+var ErrSeriesUnsupported = errors.New("durable: the store cannot keep series in this configuration")
+
+// Series is what a store keeps of a series of Queue.Schedule: all a
+// process needs to take part in it. The store only keeps it; what the
+// fields mean is the Queue's.
+type Series struct {
+	// Name is the series' name, and Fingerprint that of its Schedule
+	// (which the Queue compares, to find processes that disagree).
+	Name, Fingerprint string
+	// Last is the time of the last message of the series written, and
+	// Next the time after it, when the series writes its next message.
+	// A store keeps both to the nanosecond (Unix nanoseconds; a type of
+	// microseconds would not do), since AdvanceSeries compares Last
+	// exactly; the zero time stays the zero time.
+	Last, Next time.Time
+	// Pending is the ID of the last message of the series written (the
+	// message of Last, or of an earlier time if a step wrote none), which
+	// DeleteSeries cancels.
+	Pending string
+}
+
+// SeriesStep is one step of a series, for AdvanceSeries: the state the
+// caller read, the state it writes, and the messages it writes and
+// cancels with it. Every value is the Queue's; the store applies them.
+type SeriesStep struct {
+	Name string
+	// ExpectLast and ExpectFingerprint are the Last and Fingerprint of the
+	// series the caller read; both zero if it found none.
+	ExpectLast        time.Time
+	ExpectFingerprint string
+	// Fingerprint, Last and Next are the series' new state.
+	Fingerprint string
+	Last, Next  time.Time
+	// Message is written as Enqueue would, if its ID is not empty.
+	Message Message
+	// Cancel, if not empty, is the ID of a message to cancel as Cancel
+	// would, before Message is written.
+	Cancel string
 }

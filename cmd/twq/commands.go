@@ -27,14 +27,15 @@ type command struct {
 // commands are twq's commands by name. get and list are in inspect.go,
 // serve in serve.go.
 var commands = map[string]*command{
-	"stats":   {readOnly: true, parse: parseStats},
-	"dead":    {readOnly: true, parse: parseDead},
-	"get":     {readOnly: true, parse: parseGet},
-	"list":    {readOnly: true, parse: parseList},
-	"requeue": {parse: parseRequeue},
-	"cancel":  {parse: parseCancel},
-	"enqueue": {parse: parseEnqueue},
-	"serve":   {parse: parseServe},
+	"stats":     {readOnly: true, parse: parseStats},
+	"dead":      {readOnly: true, parse: parseDead},
+	"get":       {readOnly: true, parse: parseGet},
+	"list":      {readOnly: true, parse: parseList},
+	"schedules": {readOnly: true, parse: parseSchedules},
+	"requeue":   {parse: parseRequeue},
+	"cancel":    {parse: parseCancel},
+	"enqueue":   {parse: parseEnqueue},
+	"serve":     {parse: parseServe},
 }
 
 // defaultLimit is the number of messages dead and list show by default.
@@ -204,4 +205,17 @@ func readPayload(file string, stdin io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("enqueue: reading the payload: %w", err)
 	}
 	return b, nil
+}
+
+func parseSchedules(name string, args []string, o *options) (action, error) {
+	if _, err := argsExactly(newFlagSet(name, o), args, 0, ""); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, h *handle, p *printer) error {
+		list, err := h.store.ListSeries(ctx)
+		if err != nil {
+			return fmt.Errorf("schedules: %w", err)
+		}
+		return p.schedules(list)
+	}, nil
 }

@@ -196,3 +196,36 @@ func TestIDsThatLookLikeFlags(t *testing.T) {
 	r := twq(t, b.queue, "cancel", "--", "-odd").ok(t)
 	assert.Equal(t, "cancelled \"-odd\"\n", r.stdout)
 }
+
+func TestSchedules(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b *backend) {
+		r := twq(t, b.queue, "schedules").ok(t)
+		assert.Equal(t, "NAME  LAST  NEXT", strings.TrimSpace(r.stdout), "no series yet")
+
+		s, closeStore := b.store(t)
+		q, err := durable.New(s)
+		require.NoError(t, err)
+		daily, err := durable.Cron("0 2 * * *")
+		require.NoError(t, err)
+		require.NoError(t, q.Schedule(context.Background(), "close-unpaid", daily, nil))
+		require.NoError(t, q.Close())
+		closeStore()
+		last := daily.Next(time.Now())
+
+		check := b.unchanged(t)
+		r = twq(t, b.queue, "schedules").ok(t)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		require.Len(t, lines, 2, r.stdout)
+		assert.Regexp(t, `^NAME\s+LAST\s+NEXT$`, lines[0])
+		assert.Regexp(t, `^"close-unpaid"\s+`+last.Local().Format(time.RFC3339)+` \(in \S+\)\s+`+
+			daily.Next(last).Local().Format(time.RFC3339)+` \(in \S+\)$`, lines[1])
+
+		var got []scheduleJSON
+		twq(t, "-json", b.queue, "schedules").ok(t).decode(t, &got)
+		require.Len(t, got, 1)
+		assert.Equal(t, "close-unpaid", got[0].Name)
+		assert.True(t, got[0].Last.Equal(last), "%v", got[0].Last)
+		assert.True(t, got[0].Next.Equal(daily.Next(last)), "%v", got[0].Next)
+		check()
+	})
+}

@@ -175,3 +175,34 @@ func payloadCell(b []byte) string {
 	}
 	return strconv.Quote(string(b[:cut])) + fmt.Sprintf("... (%d bytes)", len(b))
 }
+
+// scheduleJSON is a series of durable.Queue.Schedule in JSON.
+type scheduleJSON struct {
+	Name string    `json:"name"`
+	Last time.Time `json:"last,omitzero"`
+	Next time.Time `json:"next,omitzero"`
+}
+
+// schedules prints the series by name: the last time enqueued, and the
+// next.
+func (p *printer) schedules(list []durable.Series) error {
+	if p.json {
+		out := make([]scheduleJSON, len(list))
+		for i, s := range list {
+			out[i] = scheduleJSON{Name: s.Name, Last: utc(s.Last), Next: utc(s.Next)}
+		}
+		return p.encode(out)
+	}
+	rows := [][]string{{"NAME", "LAST", "NEXT"}}
+	for _, s := range list {
+		last, next := "-", "-"
+		if !s.Last.IsZero() {
+			last = timeCell(s.Last)
+		}
+		if !s.Next.IsZero() {
+			next = timeCell(s.Next)
+		}
+		rows = append(rows, []string{strconv.Quote(s.Name), last, next})
+	}
+	return p.table(rows)
+}

@@ -25,6 +25,8 @@ Read-only commands (they write nothing, to the file or to Redis):
   list pending|in-flight|dead [-limit N] [-cursor C]
                                         one page of messages in a state (default limit 20);
                                         the next page's cursor is printed after it
+  schedules                             the series of Queue.Schedule, by name: the last time
+                                        enqueued and the next
 
 Commands that write:
   requeue ID [-at TIME | -in DURATION]  bring a dead message back, pending (due now by default)
@@ -48,7 +50,7 @@ The dashboard:
 
 Flags (before <queue>, or after the command):
   -json        print JSON: one object for stats, get, requeue, cancel and enqueue;
-               an array for dead, and an object {"messages": [...], "next_cursor": "..."} for list
+               an array for dead and schedules, and an object {"messages": [...], "next_cursor": "..."} for list
   -timeout D   how long to wait for the queue file's lock, or for Redis to answer (default 2s)
 
 TIME is RFC 3339 (2026-11-24T03:00:00Z), DURATION a Go duration (90s, 5m, 1h30m).

@@ -39,6 +39,7 @@ type Store struct {
 	mu     sync.Mutex
 	closed bool
 	msgs   map[string]*message
+	series map[string]durable.Series
 	seq    uint64 // the last sequence number given (see message.seq)
 	token  uint64 // the last fencing token given
 }
@@ -76,7 +77,7 @@ func New(c clock.Clock) *Store {
 	if c == nil {
 		c = clock.New()
 	}
-	return &Store{clock: c, msgs: make(map[string]*message)}
+	return &Store{clock: c, msgs: make(map[string]*message), series: make(map[string]durable.Series)}
 }
 
 // Clock implements durable.LocalClock: it is the clock of New. A Queue on
@@ -175,6 +176,12 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 		return err
 	}
 	defer s.mu.Unlock()
+	s.enqueueLocked(msgs)
+	return nil
+}
+
+// enqueueLocked writes msgs, checked, under the mutex.
+func (s *Store) enqueueLocked(msgs []durable.Message) {
 	now := s.clock.Now()
 	for _, in := range msgs {
 		m := &message{id: in.ID, payload: in.Payload, enqueuedAt: now}
@@ -190,7 +197,6 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 		s.place(m, durable.Pending, due)
 		s.msgs[in.ID] = m
 	}
-	return nil
 }
 
 // Cancel implements durable.Store.
@@ -199,6 +205,11 @@ func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	defer s.mu.Unlock()
+	return s.cancelLocked(id)
+}
+
+// cancelLocked is Cancel under the mutex.
+func (s *Store) cancelLocked(id string) (bool, error) {
 	m := s.msgs[id]
 	switch {
 	case m == nil:
@@ -442,4 +453,76 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	s.closed = true
 	return nil
+}
+
+// AdvanceSeries implements durable.Store: under the mutex, the check, the
+// cancel, the message and the state together.
+func (s *Store) AdvanceSeries(ctx context.Context, p durable.SeriesStep) (durable.Series, bool, error) {
+	if p.Message.ID != "" {
+		if err := p.Message.Validate(); err != nil {
+			return durable.Series{}, false, err
+		}
+	}
+	if err := s.lock(); err != nil {
+		return durable.Series{}, false, err
+	}
+	defer s.mu.Unlock()
+	cur := s.series[p.Name]
+	if !cur.Last.Equal(p.ExpectLast) || cur.Fingerprint != p.ExpectFingerprint {
+		return cur, false, nil
+	}
+	if p.Cancel != "" {
+		_, _ = s.cancelLocked(p.Cancel) // one handed out stays: not an error here
+	}
+	next := durable.Series{Name: p.Name, Fingerprint: p.Fingerprint, Last: p.Last, Next: p.Next, Pending: cur.Pending}
+	if p.Message.ID != "" {
+		s.enqueueLocked([]durable.Message{p.Message})
+		next.Pending = p.Message.ID
+	}
+	s.series[p.Name] = next
+	return next, true, nil
+}
+
+// Series implements durable.Store.
+func (s *Store) Series(ctx context.Context, name string) (durable.Series, error) {
+	if err := s.lock(); err != nil {
+		return durable.Series{}, err
+	}
+	defer s.mu.Unlock()
+	sr, ok := s.series[name]
+	if !ok {
+		return durable.Series{}, fmt.Errorf("%w: no series %q", durable.ErrNotFound, name)
+	}
+	return sr, nil
+}
+
+// ListSeries implements durable.Store.
+func (s *Store) ListSeries(ctx context.Context) ([]durable.Series, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := make([]durable.Series, 0, len(s.series))
+	for _, sr := range s.series {
+		out = append(out, sr)
+	}
+	slices.SortFunc(out, func(a, b durable.Series) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// DeleteSeries implements durable.Store.
+func (s *Store) DeleteSeries(ctx context.Context, name string) (bool, error) {
+	if err := s.lock(); err != nil {
+		return false, err
+	}
+	defer s.mu.Unlock()
+	sr, ok := s.series[name]
+	if !ok {
+		return false, nil
+	}
+	delete(s.series, name)
+	if sr.Pending != "" {
+		_, _ = s.cancelLocked(sr.Pending)
+	}
+	return true, nil
 }

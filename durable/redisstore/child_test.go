@@ -64,6 +64,8 @@ func runChild() bool {
 		err = runRunner()
 	case "mutator":
 		err = runMutator()
+	case "scheduler":
+		err = runScheduler()
 	default:
 		err = fmt.Errorf("unknown child role %q", role)
 	}

@@ -162,6 +162,49 @@ local function notify(before, after)
     redis.call(PUB, wake_key, num(after))
   end
 end
+
+-- put writes the message id as pending, due at score with the member
+-- prefix pre, replacing what the shard held under id (m, its meta, or
+-- nil) whatever its state; nonce is the writing call's, now Redis's now.
+local function put(id, body, score, pre, nonce, now, m)
+  if not m or redis.call('HEXISTS', enqueued_key, id) == 0 then
+    redis.call('HSET', enqueued_key, id, num(now))
+  end
+  if m then
+    if m.st == 'p' then
+      redis.call('ZREM', pending_key, m.pre .. id)
+    elseif m.st == 'f' or m.st == 'a' then
+      redis.call('ZREM', inflight_key, id)
+    else
+      redis.call('ZREM', dead_key, m.pre .. id)
+    end
+  end
+  redis.call('ZADD', pending_key, score, pre .. id)
+  redis.call('HSET', meta_key, id, mkmeta('p', pre, 0, 0, {nonce = nonce}))
+  redis.call('HSET', payload_key, id, body)
+  redis.call('HDEL', error_key, id)
+end
+
+-- drop deletes the message id if it is pending, dead, or claimed ahead
+-- and not confirmed: it returns 1 if it did, 0 if there was none, 2 if
+-- the message is in flight and handed out (and left alone).
+local function drop(id)
+  local m = meta(redis.call('HGET', meta_key, id))
+  if not m then return 0 end
+  if m.st == 'f' then return 2 end
+  if m.st == 'p' then
+    redis.call('ZREM', pending_key, m.pre .. id)
+  elseif m.st == 'a' then
+    redis.call('ZREM', inflight_key, id)
+  else
+    redis.call('ZREM', dead_key, m.pre .. id)
+  end
+  redis.call('HDEL', meta_key, id)
+  redis.call('HDEL', payload_key, id)
+  redis.call('HDEL', error_key, id)
+  redis.call('HDEL', enqueued_key, id)
+  return 1
+end
 `
 
 // shardedTest is the Lua condition on which the scripts publish with
@@ -206,24 +249,7 @@ for i = 0, n - 1 do
     if now < 0 then now = now_us() end
     local score = due
     if score == '' then score = num(now) end
-    local new = {nonce = nonce}
-    if not m or redis.call('HEXISTS', enqueued_key, id) == 0 then
-      redis.call('HSET', enqueued_key, id, num(now))
-    end
-    if m then
-      if m.st == 'p' then
-        redis.call('ZREM', pending_key, m.pre .. id)
-      elseif m.st == 'f' or m.st == 'a' then
-        redis.call('ZREM', inflight_key, id)
-      else
-        redis.call('ZREM', dead_key, m.pre .. id)
-      end
-    end
-    local pre = prefix(ns, seq)
-    redis.call('ZADD', pending_key, score, pre .. id)
-    redis.call('HSET', meta_key, id, mkmeta('p', pre, 0, 0, new))
-    redis.call('HSET', payload_key, id, body)
-    redis.call('HDEL', error_key, id)
+    put(id, body, score, prefix(ns, seq), nonce, now, m)
   end
 end
 notify(before, head(pending_key))
@@ -423,21 +449,7 @@ return 1
 //	         flight and handed out
 var cancelScript = redis.NewScript(prelude + `
 local id = ARGV[1]
-local m = meta(redis.call('HGET', meta_key, id))
-if not m then return 0 end
-if m.st == 'f' then return 2 end
-if m.st == 'p' then
-  redis.call('ZREM', pending_key, m.pre .. id)
-elseif m.st == 'a' then
-  redis.call('ZREM', inflight_key, id)
-else
-  redis.call('ZREM', dead_key, m.pre .. id)
-end
-redis.call('HDEL', meta_key, id)
-redis.call('HDEL', payload_key, id)
-redis.call('HDEL', error_key, id)
-redis.call('HDEL', enqueued_key, id)
-return 1
+return drop(id)
 `)
 
 // requeueScript makes a dead message pending again, attempt 0.
@@ -639,4 +651,98 @@ for i = 1, n do
 end
 if start + n >= redis.call('ZCARD', set) then return {1, out} end
 return {0, out}
+`)
+
+// The scripts of the series of durable.Queue.Schedule take the KEYS of a
+// shard, then:
+//
+//	KEYS[11]     series_key  hash: series name -> JSON {"fp", "last",
+//	                         "next", "pending"}, the times in Unix
+//	                         nanoseconds as decimal strings ("" for the
+//	                         zero time)
+//	KEYS[12..21] the KEYS of the shard of the message to cancel (the same
+//	             as KEYS[1..10] for a queue of one shard)
+//
+// series_key carries the queue's tag ({queue}), the slot of the shard of
+// a queue of one shard: so a step and its messages are one script on a
+// cluster too. A queue of several shards keeps its series on a single
+// node only, where a script may use keys of any slot (see series.go).
+
+// seriesPrelude names the series' keys, and use_shard makes the prelude's
+// functions work on the shard whose KEYS start after KEYS[base].
+var seriesPrelude = prelude + `
+local series_key = KEYS[11]
+local function use_shard(base)
+  pending_key, inflight_key, dead_key, meta_key, payload_key = KEYS[base + 1], KEYS[base + 2], KEYS[base + 3], KEYS[base + 4], KEYS[base + 5]
+  seq_key, token_key, wake_key, error_key, enqueued_key = KEYS[base + 6], KEYS[base + 7], KEYS[base + 8], KEYS[base + 9], KEYS[base + 10]
+end
+`
+
+// seriesStepScript is AdvanceSeries: if the series is as expected, it
+// cancels a message, writes one, and sets the series' state.
+//
+//	KEYS     the message's shard's, series_key, the cancelled message's
+//	         shard's (see above)
+//	ARGV[1]  name         the series' name
+//	ARGV[2]  expect_last  the Last the caller read ("" for none)
+//	ARGV[3]  expect_fp    the Fingerprint the caller read ("" for none)
+//	ARGV[4]  fp           the new Fingerprint
+//	ARGV[5]  last         the new Last
+//	ARGV[6]  next         the new Next
+//	ARGV[7]  cancel       the ID of a message to cancel ("" for none)
+//	ARGV[8]  id           the ID of the message to write ("" for none)
+//	ARGV[9]  body         its payload
+//	ARGV[10] due          its due score (µs; empty for Redis's now)
+//	ARGV[11] ns           the NS_DIGITS digits of nanoseconds of its prefix
+//	ARGV[12] nonce        the random number of the call
+//	returns  {1 if applied else 0, the series' JSON after the call ("" for
+//	         none)}
+var seriesStepScript = redis.NewScript(seriesPrelude + `
+local name, expect_last, expect_fp = ARGV[1], ARGV[2], ARGV[3]
+local fp, last, nxt, cancel = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local id, body, due, ns, nonce = ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+local raw = redis.call('HGET', series_key, name)
+local old = {fp = '', last = '', pending = ''}
+if raw then old = cjson.decode(raw) end
+if old.fp ~= expect_fp or old.last ~= expect_last then
+  return {0, raw or ''}
+end
+if cancel ~= '' then
+  use_shard(11)
+  drop(cancel)
+  use_shard(0)
+end
+local pending = old.pending or ''
+if id ~= '' then
+  local before = head(pending_key)
+  local seq = redis.call('INCR', seq_key)
+  local now = now_us()
+  if due == '' then due = num(now) end
+  put(id, body, due, prefix(ns, seq), nonce, now, meta(redis.call('HGET', meta_key, id)))
+  notify(before, head(pending_key))
+  pending = id
+end
+local new = cjson.encode({fp = fp, last = last, next = nxt, pending = pending})
+redis.call('HSET', series_key, name, new)
+return {1, new}
+`)
+
+// seriesDeleteScript is DeleteSeries: it deletes the series and cancels
+// its pending message, if that is the one the caller read.
+//
+//	KEYS     the pending message's shard's, series_key (see above)
+//	ARGV[1]  name     the series' name
+//	ARGV[2]  pending  the series' Pending the caller read
+//	returns  1 if it deleted the series, 0 if there was none, 2 if its
+//	         Pending is not the one read (nothing changed)
+var seriesDeleteScript = redis.NewScript(seriesPrelude + `
+local name, expect_pending = ARGV[1], ARGV[2]
+local raw = redis.call('HGET', series_key, name)
+if not raw then return 0 end
+local old = cjson.decode(raw)
+local pending = old.pending or ''
+if pending ~= expect_pending then return 2 end
+if pending ~= '' then drop(pending) end
+redis.call('HDEL', series_key, name)
+return 1
 `)

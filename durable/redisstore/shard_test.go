@@ -193,9 +193,14 @@ func TestCluster(t *testing.T) {
 		return nil
 	}))
 
-	// The Store contract over six shards on three masters.
+	// The Store contract over six shards on three masters (which keep
+	// no series: storetest checks that every series method says so).
 	t.Run("Contract", func(t *testing.T) {
 		storetest.Run(t, contractHarness(c1, WithShards(6)))
+	})
+	// A queue of one shard keeps its series in its slot.
+	t.Run("ContractOneShard", func(t *testing.T) {
+		storetest.Run(t, contractHarness(c1))
 	})
 
 	// Notifications cross nodes: a store waits on all six shard

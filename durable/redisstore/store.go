@@ -162,12 +162,21 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, sh int, args ...any) 
 	if s.closed.Load() {
 		return nil, durable.ErrClosed
 	}
+	return s.runKeys(ctx, sc, sh, s.shards[sh].keys, args...)
+}
+
+// runKeys is run with the KEYS given, which must hash to shard sh's slot
+// on a cluster.
+func (s *Store) runKeys(ctx context.Context, sc *redis.Script, sh int, keys []string, args ...any) (any, error) {
+	if s.closed.Load() {
+		return nil, durable.ErrClosed
+	}
 	if s.opts.replicas == 0 || readOnly(sc) {
-		return sc.Run(ctx, s.client, s.shards[sh].keys, args...).Result()
+		return sc.Run(ctx, s.client, keys, args...).Result()
 	}
 	var r any
 	err := s.onReplicas(ctx, sh, func(c redis.Cmdable) (err error) {
-		r, err = sc.Run(ctx, c, s.shards[sh].keys, args...).Result()
+		r, err = sc.Run(ctx, c, keys, args...).Result()
 		return err
 	})
 	return r, err

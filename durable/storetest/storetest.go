@@ -34,6 +34,11 @@
 // out at most Limit-Held) in their weaker form, per shard, with its Shard.
 // No rule is skipped for any store.
 //
+// Series: the group Series checks the four methods of the series of
+// durable.Queue.Schedule (AdvanceSeries, Series, ListSeries,
+// DeleteSeries). A store that cannot keep series as configured passes it
+// by returning an error wrapping durable.ErrSeriesUnsupported from each.
+//
 // What the suite cannot check through a Harness, which makes one handle
 // per store: that a Notifier wakes when another handle on the same
 // backend writes (it checks that the channel given back by Wakeups' stop
@@ -104,6 +109,7 @@ var rules = []group{
 	{"List", listRules},
 	{"Stats", statsRules},
 	{"Close", closeRules},
+	{"Series", seriesRules},
 	{"Notifier", notifierRules},
 }
 

@@ -10,11 +10,12 @@ import (
 // SchemaVersion is the version of the tables this package reads and
 // writes. New migrates older tables to it (unless WithoutMigrate) and
 // refuses newer ones (ErrSchemaTooNew).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // The objects of a schema, shared by all the queues in it.
 const (
 	messagesTable = "timingwheel_messages"
+	seriesTable   = "timingwheel_series"
 	versionTable  = "timingwheel_schema_version"
 	seqSequence   = "timingwheel_seq"
 	tokenSequence = "timingwheel_token"
@@ -25,6 +26,7 @@ const (
 type names struct {
 	schema   string // quoted schema name
 	messages string // quoted table names
+	series   string
 	version  string
 	seq      string // the sequences, as string literals for nextval
 	token    string
@@ -35,6 +37,7 @@ func newNames(schema string) names {
 	return names{
 		schema:   pgx.Identifier{schema}.Sanitize(),
 		messages: q(messagesTable),
+		series:   q(seriesTable),
 		version:  q(versionTable),
 		seq:      quoteLiteral(q(seqSequence)),
 		token:    quoteLiteral(q(tokenSequence)),
@@ -47,10 +50,10 @@ func quoteLiteral(s string) string {
 }
 
 // expand replaces the placeholders of an SQL template: {T} the messages
-// table, {V} the version table, {S} the schema, {SEQ} and {TOK} the
-// sequences (as literals, for nextval).
+// table, {SER} the series table, {V} the version table, {S} the schema,
+// {SEQ} and {TOK} the sequences (as literals, for nextval).
 func (n names) expand(sql string) string {
-	return strings.NewReplacer("{T}", n.messages, "{V}", n.version, "{S}", n.schema,
+	return strings.NewReplacer("{T}", n.messages, "{SER}", n.series, "{V}", n.version, "{S}", n.schema,
 		"{SEQ}", n.seq, "{TOK}", n.token).Replace(sql)
 }
 
@@ -88,6 +91,20 @@ var migrations = [][]string{
 		`CREATE INDEX IF NOT EXISTS timingwheel_pending_idx ON {T} (queue, due, seq) WHERE state = 1`,
 		`CREATE INDEX IF NOT EXISTS timingwheel_inflight_idx ON {T} (queue, deadline, seq) WHERE state = 2`,
 		`CREATE INDEX IF NOT EXISTS timingwheel_dead_idx ON {T} (queue, died_at, seq) WHERE state = 3`,
+	},
+	// Version 2: the series of durable.Queue.Schedule, one row each. Their
+	// times are the queues' (not the database's) and are compared to the
+	// nanosecond, so they are kept as Unix nanoseconds (0: none).
+	{
+		`CREATE TABLE IF NOT EXISTS {SER} (
+	queue       text   NOT NULL,
+	name        bytea  NOT NULL,
+	fingerprint bytea  NOT NULL,
+	last_ns     bigint NOT NULL,
+	next_ns     bigint NOT NULL,
+	pending     bytea  NOT NULL,
+	PRIMARY KEY (queue, name)
+)`,
 	},
 }
 

@@ -14,6 +14,9 @@ type statements struct {
 	claim, expired                    string
 	confirm, ack, extend, retry, kill string
 	get, deadLetters, stats           string
+	seriesLock, seriesCreate          string
+	seriesUpdate, seriesGet           string
+	seriesList, seriesDelete          string
 	list                              [durable.Dead + 1][2]string // by state: first page, after a cursor
 }
 
@@ -32,6 +35,13 @@ func newStatements(n names) statements {
 		get:         n.expand(getSQL),
 		deadLetters: n.expand(deadLettersSQL),
 		stats:       n.expand(statsSQL),
+
+		seriesLock:   n.expand(seriesLockSQL),
+		seriesCreate: n.expand(seriesCreateSQL),
+		seriesUpdate: n.expand(seriesUpdateSQL),
+		seriesGet:    n.expand(seriesGetSQL),
+		seriesList:   n.expand(seriesListSQL),
+		seriesDelete: n.expand(seriesDeleteSQL),
 	}
 	for state, col := range map[durable.State]string{durable.Pending: "due", durable.InFlight: "deadline", durable.Dead: "died_at"} {
 		r := strings.NewReplacer("{COL}", col, "{STATE}", strconv.Itoa(int(state)))

@@ -232,7 +232,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.tick, "tick", o.tick, "the wheel's tick (WithTick)")
 	fs.IntVar(&o.wheelSize, "wheel-size", o.wheelSize, "the wheel's buckets per level (WithWheelSize)")
 	fs.StringVar(&o.executor, "executor", o.executor, "the wheel's executor: goroutine (one per task, the default) or inline; fire always measures both")
-	fs.StringVar(&o.store, "store", o.store, "durable: where the durable queue's messages are kept: bolt (a file in a temp dir), a redis:// URL or a postgres:// pgx DSN (e.g. postgres:///postgres?host=/tmp&user=postgres; its user needs CREATEDB: each scenario works in a scratch database it drops); asynq: the Redis both queues use (redis:// only); river: the PostgreSQL both use (postgres:// only)")
+	fs.StringVar(&o.store, "store", o.store, "durable: where the durable queue's messages are kept: bolt (a file in a temp dir), a redis:// URL or a postgres:// pgx DSN (e.g. postgres:///postgres?host=/tmp&user=postgres; its user needs CREATEDB: each scenario works in a scratch database it drops; pools of 16 connections unless the DSN sets pool_max_conns); asynq: the Redis both queues use (redis:// only); river: the PostgreSQL both use (postgres:// only)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `file` (- for stdout, which then carries only the JSON; the table goes to stderr)")
 	fs.StringVar(&o.plotPath, "plot", "", "draw fire's lateness CDF and startstop's ns/op against N side by side into `file` (.png or .svg); needs fire or startstop")
 	return fs

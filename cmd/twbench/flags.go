@@ -48,9 +48,12 @@ type options struct {
 	// pgDatabase, if set, is the database that pools on the PostgreSQL
 	// of store connect to instead of the DSN's: the scratch database of
 	// the scenario running (see newPgScratch), set on a copy of the
-	// options. pgMeter, if set, counts their statements.
+	// options. pgMeter, if set, counts their statements, and pgWarm
+	// makes them open their connections before they are used (see
+	// pgPool).
 	pgDatabase string
 	pgMeter    *pgMeter
+	pgWarm     bool
 
 	// The wheel's configuration.
 	tick      time.Duration

@@ -58,17 +58,19 @@ func needsPostgresError(name string) string {
 	return "scenario " + name + " runs on a PostgreSQL server: it needs -store postgres://... (a pgx DSN)"
 }
 
-// pgPool opens a pool on the database of o (see pgPoolConfig), with
-// pgWarmConns connections open already, so that no figure times their
-// dials (pgxpool dials when a connection is first wanted).
+// pgPool opens a pool on the database of o (see pgPoolConfig). With
+// o.pgWarm, it opens pgWarmConns connections before it returns, so that a
+// figure of throughput does not time their dials (pgxpool dials when a
+// connection is first wanted); without, it dials as an application's
+// pool would, for the figures that time opening a store.
 func pgPool(ctx context.Context, o *options) (*pgxpool.Pool, error) {
 	cfg, err := pgPoolConfig(o)
 	if err != nil {
 		return nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, err
+	if err != nil || !o.pgWarm {
+		return pool, err
 	}
 	conns := make([]*pgxpool.Conn, 0, pgWarmConns)
 	var dialErr error

@@ -72,6 +72,7 @@ func runRiver(e *env) (rows []row, err error) {
 	m := &pgMeter{}
 	mo := *scratch.o
 	mo.pgMeter = m
+	mo.pgWarm = true
 	o := &mo
 	// Our queues are named after dirs (see runQueueName) that nothing
 	// creates: pgstore keeps nothing in them.

@@ -1,0 +1,170 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// claimSQL leases up to $2 pending messages due by the database's now
+// plus $4 µs, earliest first, in one statement:
+//
+//   - c locks them, FOR UPDATE SKIP LOCKED in (due, seq) order on the
+//     pending index, so that concurrent claims take different messages
+//     and never wait for each other;
+//
+//   - o numbers them and sums their payload sizes (FOR UPDATE cannot share
+//     a SELECT with window functions), and k keeps those within $6 bytes
+//     (the first at least), computing each one's ready time, whether it
+//     is held (due after now, or beyond the $3 that may be handed out),
+//     a new fencing token and a new seq, in order;
+//
+//   - u makes them in flight;
+//
+//   - the final SELECT returns the leases, in order, with the claim's now
+//     and the hints: the earliest due time still pending (among the first
+//     $2+1 pending the statement sees, which holds it whatever it
+//     claimed), the earliest deadline in flight (of those it sees and
+//     those it made), and how many pending are still due by the horizon
+//     (up to $7), and whether it locked messages it then left pending
+//     (beyond $6 bytes). With no lease, one row of hints alone.
+//
+//     $1 queue, $2 limit, $3 how many due by now may be handed out, $4 ahead
+//     (µs), $5 lease (µs), $6 payload bytes, $7 cap of DueSoon
+const claimSQL = `WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
+c AS MATERIALIZED (
+	SELECT t.id, t.due, t.seq, octet_length(t.payload)::bigint AS size
+	FROM {T} t
+	WHERE t.queue = $1::text AND t.state = 1
+		AND t.due <= (SELECT now FROM n) + $4::bigint * interval '1 microsecond'
+	ORDER BY t.due, t.seq
+	LIMIT $2::bigint
+	FOR UPDATE SKIP LOCKED
+),
+o AS MATERIALIZED (
+	SELECT c.id, c.due, c.seq,
+		row_number() OVER w AS rn,
+		sum(c.size) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS upto
+	FROM c
+	WINDOW w AS (ORDER BY c.due, c.seq)
+),
+k AS MATERIALIZED (
+	SELECT o.id, o.due, o.rn, (o.due > n.now OR o.rn > $3::bigint) AS held,
+		greatest(o.due, n.now) AS ready, nextval({TOK}) AS token, nextval({SEQ}) AS seq
+	FROM o CROSS JOIN n
+	WHERE o.rn = 1 OR o.upto <= $6::bigint
+	ORDER BY o.rn
+),
+u AS (
+	UPDATE {T} t SET state = 2, attempt = t.attempt + 1, token = k.token, held = k.held,
+		deadline = k.ready + $5::bigint * interval '1 microsecond', seq = k.seq
+	FROM k
+	WHERE t.queue = $1::text AND t.id = k.id
+	RETURNING t.id, t.payload, t.due, t.attempt, t.token, t.deadline, t.held, t.last_error, k.ready, k.rn
+)
+SELECT u.id, u.payload, u.due, u.attempt, u.token, u.deadline, u.held, u.last_error, u.ready,
+	n.now,
+	(SELECT min(x.due) FROM (
+		SELECT p.id, p.due FROM {T} p WHERE p.queue = $1::text AND p.state = 1
+		ORDER BY p.due, p.seq LIMIT $2::bigint + 1) x
+	WHERE NOT EXISTS (SELECT 1 FROM k WHERE k.id = x.id)),
+	least(
+		(SELECT f.deadline FROM {T} f WHERE f.queue = $1::text AND f.state = 2 ORDER BY f.deadline, f.seq LIMIT 1),
+		(SELECT min(u2.deadline) FROM u u2)),
+	(SELECT count(*) FROM (
+		SELECT p.id FROM {T} p WHERE p.queue = $1::text AND p.state = 1
+			AND p.due <= n.now + $4::bigint * interval '1 microsecond'
+		ORDER BY p.due, p.seq LIMIT $2::bigint + $7::bigint) x
+	WHERE NOT EXISTS (SELECT 1 FROM k WHERE k.id = x.id)),
+	(SELECT count(*) FROM c) > (SELECT count(*) FROM k)
+FROM n LEFT JOIN u ON true
+ORDER BY u.rn`
+
+// lockedRetry is how long after its horizon a Claim that skipped due
+// messages locked by others says to claim again (see Claim).
+const lockedRetry = 20 * time.Millisecond
+
+// Claim implements durable.Store: one statement, whatever the number of
+// messages it leases. A p.Limit above MaxClaim is cut to it; the lease
+// and the horizon are rounded up to the microsecond. A Claim also stops at
+// about 4 MiB of payloads, leasing the message that would take it over
+// only if it is the first. Due times are compared with the database's
+// clock (clock_timestamp()), which Claimed.Now is.
+//
+// Messages locked by another transaction (another claim in progress, or
+// an EnqueueTx or Enqueue replacing them, not committed yet) are skipped,
+// not waited for; if the claim skipped messages due by its horizon, its
+// NextDue is 20ms after the horizon rather than their due time, so that
+// a queue does not claim again and again while the transaction holds
+// them. A message whose lock is given back without a change (a claim that
+// failed) is claimed that much later.
+func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claimed, error) {
+	if err := s.check(); err != nil {
+		return durable.Claimed{}, err
+	}
+	limit := max(0, min(p.Limit, MaxClaim))
+	handOut := min(limit, max(0, p.Limit-max(p.Held, 0)))
+	rows, err := s.pool.Query(ctx, s.sql.claim, s.queue, int64(limit), int64(handOut),
+		micros(max(p.Ahead, 0)), micros(p.Lease), int64(maxClaimBytes), int64(maxDueSoon))
+	if err != nil {
+		return durable.Claimed{}, wrap("claim", err)
+	}
+	defer rows.Close()
+	var (
+		c   durable.Claimed
+		cut bool // left messages it could lease for their size
+	)
+	for rows.Next() {
+		var (
+			id, payload, lastError []byte
+			due, deadline, ready   *time.Time
+			attempt                *int32
+			token                  *int64
+			held                   *bool
+			now                    time.Time
+			nextDue, nextDeadline  *time.Time
+			dueSoon                int64
+		)
+		if err := rows.Scan(&id, &payload, &due, &attempt, &token, &deadline, &held, &lastError, &ready,
+			&now, &nextDue, &nextDeadline, &dueSoon, &cut); err != nil {
+			return durable.Claimed{}, wrap("claim", err)
+		}
+		c.Now, c.NextDue, c.NextDeadline = now, orZero(nextDue), orZero(nextDeadline)
+		c.DueSoon = int(min(dueSoon, maxDueSoon))
+		if id == nil {
+			continue // no lease: the row of hints alone
+		}
+		if payload == nil {
+			payload = []byte{}
+		}
+		c.Leases = append(c.Leases, durable.Lease{
+			Message:   durable.Message{ID: string(id), Payload: payload, Due: *due},
+			Attempt:   int(*attempt),
+			Token:     uint64(*token),
+			Deadline:  *deadline,
+			Ready:     *ready,
+			Ahead:     *held,
+			LastError: string(lastError),
+		})
+	}
+	if err := rows.Err(); err != nil {
+		return durable.Claimed{}, wrap("claim", err)
+	}
+	horizon := c.Now.Add(max(p.Ahead, 0))
+	if !cut && len(c.Leases) < limit && !c.NextDue.IsZero() && !c.NextDue.After(horizon) {
+		// Messages due by the horizon that the claim did not lease,
+		// though it could have: others hold them locked (a claim in
+		// progress, a transaction that replaces them). Claiming again at
+		// once would skip them again, and again, while they are held: the
+		// next claim comes a little after the horizon instead.
+		c.NextDue = horizon.Add(lockedRetry)
+	}
+	if len(c.Leases) > 0 {
+		// A notification may have been decided against by a writer that
+		// saw a message this claim took as earlier than its own, and the
+		// claim may not have seen that writer's commit: look again soon.
+		s.wake.recheck()
+	}
+	return c, nil
+}

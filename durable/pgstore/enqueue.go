@@ -1,0 +1,253 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// Writing messages: Enqueue and EnqueueTx, Cancel and Requeue.
+
+// headSQL is a CTE that reads the due time of the earliest pending message
+// of the queue $1 the statement can see (before its own writes): the
+// statements that make a message pending notify when theirs is earlier,
+// or when there is none. One index lookup.
+const headSQL = `head AS MATERIALIZED (
+	SELECT p.due FROM {T} p WHERE p.queue = $1::text AND p.state = 1 ORDER BY p.due, p.seq LIMIT 1
+)`
+
+// enqueueSQL upserts messages as pending, in the order of the arrays,
+// each taking a seq in that order, and notifies if the earliest of them
+// is earlier than every pending message the statement can see. A message
+// replaced keeps its enqueued_at and its token (the next claim takes a
+// greater one); a lease on it is lost, since it is no longer in flight.
+//
+//	$1 queue, $2 ids, $3 payloads, $4 due times, $5 whether each is due
+//	now (a zero Due), $6 the channel
+//	returns the messages written, and whether it notified
+const enqueueSQL = `WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
+m AS MATERIALIZED (
+	SELECT i.id, i.payload, CASE WHEN i.isnow THEN n.now ELSE i.due END AS due, n.now AS now, nextval({SEQ}) AS seq
+	FROM unnest($2::bytea[], $3::bytea[], $4::timestamptz[], $5::boolean[]) WITH ORDINALITY AS i(id, payload, due, isnow, ord)
+	CROSS JOIN n
+	ORDER BY i.ord
+),
+` + headSQL + `,
+w AS (
+	INSERT INTO {T} AS t (queue, id, payload, state, due, seq, enqueued_at)
+	SELECT $1::text, m.id, m.payload, 1, m.due, m.seq, m.now FROM m ORDER BY m.id
+	ON CONFLICT (queue, id) DO UPDATE SET payload = excluded.payload, state = 1, due = excluded.due,
+		seq = excluded.seq, deadline = NULL, died_at = NULL, attempt = 0, held = false, last_error = ''::bytea
+	RETURNING 1
+),
+nt AS MATERIALIZED (
+	SELECT pg_notify($6::text, '') FROM (SELECT min(m.due) AS due FROM m) x
+	WHERE NOT EXISTS (SELECT 1 FROM head WHERE head.due <= x.due)
+)
+SELECT (SELECT count(*) FROM w), (SELECT count(*) FROM nt)`
+
+// cancelSQL deletes the message unless it is in flight and handed out,
+// and says whether it did, and whether the message exists (then in flight).
+//
+//	$1 queue, $2 id
+const cancelSQL = `WITH d AS (
+	DELETE FROM {T} WHERE queue = $1::text AND id = $2::bytea AND (state <> 2 OR held) RETURNING 1
+)
+SELECT (SELECT count(*) FROM d) > 0, EXISTS (SELECT 1 FROM {T} WHERE queue = $1::text AND id = $2::bytea)`
+
+// requeueSQL makes a dead message pending again, attempts from zero and
+// no error text, and notifies as enqueueSQL does.
+//
+//	$1 queue, $2 id, $3 due time, $4 whether it is due now, $5 the channel
+const requeueSQL = `WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
+` + headSQL + `,
+u AS (
+	UPDATE {T} t SET state = 1, due = CASE WHEN $4::boolean THEN n.now ELSE $3::timestamptz END,
+		seq = nextval({SEQ}), died_at = NULL, attempt = 0, last_error = ''::bytea
+	FROM n
+	WHERE t.queue = $1::text AND t.id = $2::bytea AND t.state = 3
+	RETURNING t.due
+),
+nt AS MATERIALIZED (
+	SELECT pg_notify($5::text, '') FROM u WHERE NOT EXISTS (SELECT 1 FROM head WHERE head.due <= u.due)
+)
+SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM nt)`
+
+// A querier runs statements: the pool, or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Enqueue implements durable.Store. It validates every message before
+// writing any, and writes them with one statement, or, for a batch of
+// more than 1000 messages or 16 MiB, with several in one transaction. Of
+// messages of the same ID in msgs the last is written, as two calls would.
+func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	batches, err := enqueueBatches(msgs)
+	if err != nil || len(batches) == 0 {
+		return err
+	}
+	if len(batches) == 1 {
+		return wrap("enqueue", s.enqueue(ctx, s.pool, batches[0]))
+	}
+	return wrap("enqueue", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, b := range batches {
+			if err := s.enqueue(ctx, tx, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+// EnqueueTx writes msgs as Enqueue does, inside the caller's transaction
+// tx: they exist, and are delivered, if and only if tx commits; receivers
+// in every process learn of them at the commit (the notification, if
+// any, is sent by the commit, and not at all on a rollback). Their
+// EnqueuedAt, and the due time of a zero Due, is the database's clock at
+// the EnqueueTx, not at the commit. A message is claimed at its due time
+// after the commit, never before the commit.
+//
+// Until tx ends, the rows it wrote are locked: another Enqueue or a Cancel
+// of the same IDs waits for it. Keep such transactions short. A tx that
+// was committed, rolled back or aborted by an earlier error gives an error
+// wrapping ErrTxDone.
+func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, msgs ...durable.Message) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	if tx == nil {
+		return errors.New("pgstore: EnqueueTx: nil transaction")
+	}
+	batches, err := enqueueBatches(msgs)
+	if err != nil {
+		return err
+	}
+	for _, b := range batches {
+		if err := s.enqueue(ctx, tx, b); err != nil {
+			return wrapTx(err)
+		}
+	}
+	return nil
+}
+
+// An enqueueBatch is the arguments of one enqueueSQL.
+type enqueueBatch struct {
+	ids, payloads [][]byte
+	dues          []time.Time
+	now           []bool
+	bytes         int
+}
+
+// enqueueBatches validates msgs, keeps the last message of each ID, and
+// splits them into statements.
+func enqueueBatches(msgs []durable.Message) ([]*enqueueBatch, error) {
+	for i := range msgs {
+		if err := msgs[i].Validate(); err != nil {
+			return nil, err
+		}
+	}
+	msgs = lastOfEachID(msgs)
+	var out []*enqueueBatch
+	for i := range msgs {
+		m := &msgs[i]
+		if len(out) == 0 || !out[len(out)-1].fits(len(m.Payload)) {
+			out = append(out, &enqueueBatch{})
+		}
+		out[len(out)-1].add(m)
+	}
+	return out, nil
+}
+
+// fits reports whether a message of size bytes of payload may join b.
+func (b *enqueueBatch) fits(size int) bool {
+	return len(b.ids) < maxEnqueueRows && (len(b.ids) == 0 || b.bytes+size <= maxEnqueueBytes)
+}
+
+func (b *enqueueBatch) add(m *durable.Message) {
+	payload := m.Payload
+	if payload == nil {
+		payload = []byte{} // NULL otherwise
+	}
+	b.ids = append(b.ids, []byte(m.ID))
+	b.payloads = append(b.payloads, payload)
+	b.dues = append(b.dues, dueArg(m.Due))
+	b.now = append(b.now, m.Due.IsZero())
+	b.bytes += len(payload)
+}
+
+// enqueue runs one enqueueSQL on q.
+func (s *Store) enqueue(ctx context.Context, q querier, b *enqueueBatch) error {
+	var written, notified int64
+	err := q.QueryRow(ctx, s.sql.enqueue, s.queue, b.ids, b.payloads, b.dues, b.now, s.channel).Scan(&written, &notified)
+	if err != nil {
+		return err
+	}
+	if written != int64(len(b.ids)) {
+		return fmt.Errorf("wrote %d messages of %d", written, len(b.ids))
+	}
+	return nil
+}
+
+// lastOfEachID returns msgs without the messages that a later one of the
+// same ID replaces: writing them would change nothing in the end, and
+// ON CONFLICT DO UPDATE cannot write a row twice in one statement.
+func lastOfEachID(msgs []durable.Message) []durable.Message {
+	if len(msgs) <= 1 {
+		return msgs
+	}
+	last := make(map[string]int, len(msgs))
+	for i := range msgs {
+		last[msgs[i].ID] = i
+	}
+	if len(last) == len(msgs) {
+		return msgs
+	}
+	out := make([]durable.Message, 0, len(last))
+	for i := range msgs {
+		if last[msgs[i].ID] == i {
+			out = append(out, msgs[i])
+		}
+	}
+	return out
+}
+
+// Cancel implements durable.Store: one statement.
+func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
+	if err := s.check(); err != nil {
+		return false, err
+	}
+	var deleted, exists bool
+	if err := s.pool.QueryRow(ctx, s.sql.cancel, s.queue, []byte(id)).Scan(&deleted, &exists); err != nil {
+		return false, wrap("cancel", err)
+	}
+	if !deleted && exists {
+		return false, durable.ErrInFlight
+	}
+	return deleted, nil
+}
+
+// Requeue implements durable.Store: one statement. A zero due is the
+// database's now.
+func (s *Store) Requeue(ctx context.Context, id string, due time.Time) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	var n, notified int64
+	err := s.pool.QueryRow(ctx, s.sql.requeue, s.queue, []byte(id), dueArg(due), due.IsZero(), s.channel).Scan(&n, &notified)
+	if err != nil {
+		return wrap("requeue", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: no dead message %q", durable.ErrNotFound, id)
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// Reading what the queue holds: Get, List, DeadLetters and Stats, each one
+// statement that changes nothing.
+
+// infoColumns are the columns of a durable.Info, read by scanInfo.
+const infoColumns = `id, payload, state, due, deadline, died_at, attempt, last_error, enqueued_at`
+
+// getSQL reads one message.
+//
+//	$1 queue, $2 id
+const getSQL = `SELECT ` + infoColumns + ` FROM {T} WHERE queue = $1::text AND id = $2::bytea`
+
+// listSQL reads a page of the messages of one state, in the state's
+// order, from its index: {COL} is the state's instant and {STATE} its
+// number; {AFTER} is empty for the first page, or starts after the
+// position ($3, $4).
+//
+//	$1 queue, $2 limit, $3 $4 the cursor's position
+const listSQL = `SELECT ` + infoColumns + `, {COL}, seq FROM {T}
+WHERE queue = $1::text AND state = {STATE} {AFTER}
+ORDER BY {COL}, seq LIMIT $2::bigint`
+
+const listAfterSQL = `AND ({COL}, seq) > ($3::timestamptz, $4::bigint)`
+
+// deadLettersSQL reads the first dead messages, in the order they died.
+//
+//	$1 queue, $2 limit
+const deadLettersSQL = `SELECT id, payload, died_at FROM {T}
+WHERE queue = $1::text AND state = 3 ORDER BY died_at, seq LIMIT $2::bigint`
+
+// statsSQL counts the messages of each state, each on its state's index,
+// and reads the earliest due time.
+//
+//	$1 queue
+const statsSQL = `SELECT
+	(SELECT count(*) FROM {T} WHERE queue = $1::text AND state = 1),
+	(SELECT count(*) FROM {T} WHERE queue = $1::text AND state = 2),
+	(SELECT count(*) FROM {T} WHERE queue = $1::text AND state = 3),
+	(SELECT due FROM {T} WHERE queue = $1::text AND state = 1 ORDER BY due, seq LIMIT 1)`
+
+// scanInfo reads the infoColumns of a row, and then into extra.
+func scanInfo(row pgx.Row, extra ...any) (durable.Info, error) {
+	var (
+		id, payload, lastError []byte
+		state                  int16
+		attempt                int32
+		due, enqueuedAt        time.Time
+		deadline, diedAt       *time.Time
+	)
+	err := row.Scan(append([]any{&id, &payload, &state, &due, &deadline, &diedAt, &attempt, &lastError, &enqueuedAt}, extra...)...)
+	if err != nil {
+		return durable.Info{}, err
+	}
+	if payload == nil {
+		payload = []byte{}
+	}
+	info := durable.Info{ID: string(id), Payload: payload, State: durable.State(state), Attempt: int(attempt),
+		LastError: string(lastError), EnqueuedAt: enqueuedAt}
+	switch info.State {
+	case durable.Pending:
+		info.Due = due
+	case durable.InFlight:
+		info.Deadline = orZero(deadline)
+	case durable.Dead:
+		info.DiedAt = orZero(diedAt)
+	}
+	return info, nil
+}
+
+// Get implements durable.Store.
+func (s *Store) Get(ctx context.Context, id string) (durable.Info, error) {
+	if err := s.check(); err != nil {
+		return durable.Info{}, err
+	}
+	info, err := scanInfo(s.pool.QueryRow(ctx, s.sql.get, s.queue, []byte(id)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return durable.Info{}, fmt.Errorf("%w: %q", durable.ErrNotFound, id)
+	}
+	if err != nil {
+		return durable.Info{}, wrap("get", err)
+	}
+	return info, nil
+}
+
+// List implements durable.Store: one statement, a range of the state's
+// index from the cursor, O(log n) plus the page. Its cursors are
+// positions, as the contract requires (see formatCursor).
+func (s *Store) List(ctx context.Context, st durable.State, cursor string, limit int) ([]durable.Info, string, error) {
+	if st != durable.Pending && st != durable.InFlight && st != durable.Dead {
+		return nil, "", fmt.Errorf("pgstore: List of an invalid state %v", st)
+	}
+	var (
+		at  time.Time
+		seq int64
+	)
+	if cursor != "" {
+		var err error
+		if at, seq, err = parseCursor(st, cursor); err != nil {
+			return nil, "", err
+		}
+	}
+	if err := s.check(); err != nil {
+		return nil, "", err
+	}
+	limit = max(limit, 1)
+	sql, args := s.sql.list[st][0], []any{s.queue, int64(limit) + 1}
+	if cursor != "" {
+		sql, args = s.sql.list[st][1], append(args, at, seq)
+	}
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, "", wrap("list", err)
+	}
+	defer rows.Close()
+	var (
+		infos []durable.Info
+		next  string
+	)
+	for rows.Next() {
+		if len(infos) == limit {
+			return infos, next, nil // more after this page
+		}
+		var (
+			pos    time.Time
+			posSeq int64
+		)
+		info, err := scanInfo(rows, &pos, &posSeq)
+		if err != nil {
+			return nil, "", wrap("list", err)
+		}
+		infos = append(infos, info)
+		next = formatCursor(st, pos, posSeq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", wrap("list", err)
+	}
+	return infos, "", nil
+}
+
+// DeadLetters implements durable.Store: one statement.
+func (s *Store) DeadLetters(ctx context.Context, limit int) ([]durable.Message, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.sql.deadLetters, s.queue, int64(max(limit, 0)))
+	if err != nil {
+		return nil, wrap("dead letters", err)
+	}
+	defer rows.Close()
+	var out []durable.Message
+	for rows.Next() {
+		var (
+			id, payload []byte
+			died        time.Time
+		)
+		if err := rows.Scan(&id, &payload, &died); err != nil {
+			return nil, wrap("dead letters", err)
+		}
+		if payload == nil {
+			payload = []byte{}
+		}
+		out = append(out, durable.Message{ID: string(id), Payload: payload, Due: died})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("dead letters", err)
+	}
+	return out, nil
+}
+
+// Stats implements durable.Store: one statement, which counts the entries
+// of the queue in each state's index, O(n) in the queue's size.
+func (s *Store) Stats(ctx context.Context) (durable.Stats, error) {
+	if err := s.check(); err != nil {
+		return durable.Stats{}, err
+	}
+	var (
+		pending, inFlight, dead int64
+		nextDue                 *time.Time
+	)
+	if err := s.pool.QueryRow(ctx, s.sql.stats, s.queue).Scan(&pending, &inFlight, &dead, &nextDue); err != nil {
+		return durable.Stats{}, wrap("stats", err)
+	}
+	return durable.Stats{Pending: int(pending), InFlight: int(inFlight), Dead: int(dead), NextDue: orZero(nextDue)}, nil
+}

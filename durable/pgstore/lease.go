@@ -1,0 +1,171 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// Ending and changing leases: Confirm, Ack, Retry, Release and Extend,
+// each one statement naming the message by queue, ID, token and state (in
+// flight), which changes nothing when the lease is not current: then the
+// method returns durable.ErrLeaseLost.
+
+// confirmSQL hands out a lease claimed ahead.
+//
+//	$1 queue, $2 id, $3 token
+const confirmSQL = `UPDATE {T} SET held = false
+WHERE queue = $1::text AND id = $2::bytea AND token = $3::bigint AND state = 2`
+
+// ackSQL deletes the message of a lease.
+//
+//	$1 queue, $2 id, $3 token
+const ackSQL = `DELETE FROM {T}
+WHERE queue = $1::text AND id = $2::bytea AND token = $3::bigint AND state = 2`
+
+// extendSQL moves the deadline of a lease to $4 µs from now.
+//
+//	$1 queue, $2 id, $3 token, $4 by (µs)
+const extendSQL = `UPDATE {T} SET deadline = clock_timestamp() + $4::bigint * interval '1 microsecond', seq = nextval({SEQ})
+WHERE queue = $1::text AND id = $2::bytea AND token = $3::bigint AND state = 2`
+
+// retrySQL ends a lease, the message pending again $4 µs from now (Retry
+// and Release), and notifies as enqueueSQL does. An empty $5 keeps the
+// error text.
+//
+//	$1 queue, $2 id, $3 token, $4 after (µs), $5 error text, $6 only if
+//	expired, $7 the channel
+//	returns 1 if it ended the lease, and whether it notified
+const retrySQL = `WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
+` + headSQL + `,
+u AS (
+	UPDATE {T} t SET state = 1, due = n.now + greatest($4::bigint, 0) * interval '1 microsecond',
+		seq = nextval({SEQ}), deadline = NULL, held = false,
+		last_error = CASE WHEN coalesce(octet_length($5::bytea), 0) = 0 THEN t.last_error ELSE $5::bytea END
+	FROM n
+	WHERE t.queue = $1::text AND t.id = $2::bytea AND t.token = $3::bigint AND t.state = 2
+		AND (NOT $6::boolean OR t.deadline <= n.now)
+	RETURNING t.due
+),
+nt AS MATERIALIZED (
+	SELECT pg_notify($7::text, '') FROM u WHERE NOT EXISTS (SELECT 1 FROM head WHERE head.due <= u.due)
+)
+SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM nt)`
+
+// killSQL ends a lease with the message's death, and trims the dead
+// letters (see WithDeadLetterRetention): up to 100 of the oldest beyond
+// $6 (0: no limit; counting them reads the dead index of the queue) and
+// up to 100 dead longer than $7 µs ago (0: no limit). The message that
+// dies is not among them: the statement does not see it dead.
+//
+//	$1 queue, $2 id, $3 token, $4 error text, $5 only if expired, $6 max
+//	count, $7 max age (µs)
+//	returns 1 if it ended the lease, and how many dead letters it deleted
+const killSQL = `WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
+u AS (
+	UPDATE {T} t SET state = 3, died_at = n.now, seq = nextval({SEQ}), deadline = NULL, held = false,
+		last_error = CASE WHEN coalesce(octet_length($4::bytea), 0) = 0 THEN t.last_error ELSE $4::bytea END
+	FROM n
+	WHERE t.queue = $1::text AND t.id = $2::bytea AND t.token = $3::bigint AND t.state = 2
+		AND (NOT $5::boolean OR t.deadline <= n.now)
+	RETURNING 1
+),
+gone AS (
+	DELETE FROM {T} d
+	WHERE d.queue = $1::text AND d.state = 3 AND EXISTS (SELECT 1 FROM u) AND d.id IN (
+		(SELECT o.id FROM {T} o WHERE o.queue = $1::text AND o.state = 3
+			ORDER BY o.died_at, o.seq
+			LIMIT CASE WHEN $6::bigint > 0 THEN greatest(0, least(100,
+				(SELECT count(*) FROM {T} c WHERE c.queue = $1::text AND c.state = 3) + 1 - $6::bigint)) ELSE 0 END)
+		UNION
+		(SELECT o.id FROM {T} o WHERE o.queue = $1::text AND o.state = 3 AND $7::bigint > 0
+			AND o.died_at < (SELECT now FROM n) - $7::bigint * interval '1 microsecond'
+			ORDER BY o.died_at, o.seq LIMIT 100))
+	RETURNING 1
+)
+SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM gone)`
+
+// Confirm implements durable.Store: one statement.
+func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
+	return s.exec(ctx, "confirm", s.sql.confirm, id, token)
+}
+
+// Ack implements durable.Store: one statement, which deletes the row.
+func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
+	return s.exec(ctx, "ack", s.sql.ack, id, token)
+}
+
+// Extend implements durable.Store: one statement. by is rounded up to the
+// microsecond.
+func (s *Store) Extend(ctx context.Context, id string, token uint64, by time.Duration) error {
+	return s.exec(ctx, "extend", s.sql.extend, id, token, micros(by))
+}
+
+// exec runs one of the statements of a lease, whose arguments are the
+// queue, id, token and args, and returns ErrLeaseLost if it changed no
+// row.
+func (s *Store) exec(ctx context.Context, op, sql string, id string, token uint64, args ...any) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	tok, ok := tokenArg(token)
+	if !ok {
+		return durable.ErrLeaseLost
+	}
+	tag, err := s.pool.Exec(ctx, sql, append([]any{s.queue, []byte(id), tok}, args...)...)
+	if err != nil {
+		return wrap(op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return durable.ErrLeaseLost
+	}
+	return nil
+}
+
+// Retry implements durable.Store: one statement. A message that dies
+// trims the dead letters in the same statement (see
+// WithDeadLetterRetention).
+func (s *Store) Retry(ctx context.Context, id string, token uint64, p durable.RetryParams) error {
+	if p.Dead {
+		return s.end(ctx, "retry", s.sql.kill, id, token, errorText(p.Error), p.Expired,
+			int64(s.opts.retention.MaxCount), micros(s.opts.retention.MaxAge))
+	}
+	return s.end(ctx, "retry", s.sql.retry, id, token, micros(max(p.After, 0)), errorText(p.Error), p.Expired, s.channel)
+}
+
+// Release implements durable.Store: one statement, the same as Retry's
+// without an error text.
+func (s *Store) Release(ctx context.Context, id string, token uint64, after time.Duration) error {
+	return s.end(ctx, "release", s.sql.retry, id, token, micros(max(after, 0)), []byte{}, false, s.channel)
+}
+
+// end runs retrySQL or killSQL, and returns ErrLeaseLost if it ended no
+// lease.
+func (s *Store) end(ctx context.Context, op, sql string, id string, token uint64, args ...any) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	tok, ok := tokenArg(token)
+	if !ok {
+		return durable.ErrLeaseLost
+	}
+	var ended, other int64
+	err := s.pool.QueryRow(ctx, sql, append([]any{s.queue, []byte(id), tok}, args...)...).Scan(&ended, &other)
+	if err != nil {
+		return wrap(op, err)
+	}
+	if ended == 0 {
+		return durable.ErrLeaseLost
+	}
+	return nil
+}
+
+// errorText is the argument of an error text: never nil, which would be
+// NULL.
+func errorText(text string) []byte {
+	if text == "" {
+		return []byte{}
+	}
+	return []byte(text)
+}

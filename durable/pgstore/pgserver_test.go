@@ -1,0 +1,174 @@
+package pgstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// errNoPostgres is returned by startPostgres when it finds no PostgreSQL
+// binaries.
+var errNoPostgres = errors.New("no PostgreSQL binaries (initdb, pg_ctl) in /usr/lib/postgresql/*/bin nor in PATH")
+
+// A pgServer is a PostgreSQL server the tests started, in a temporary
+// directory, listening on a unix socket only. PostgreSQL refuses to run as
+// root: as root, the server runs as the user postgres (with runuser),
+// which owns the directory.
+type pgServer struct {
+	bin   string // the directory of initdb and pg_ctl
+	dir   string // the temporary directory: data, sock, postgres.log
+	runAs string // the user to run the server as, or "" for ourselves
+}
+
+// findPostgres returns the directory of initdb and pg_ctl: the newest
+// version under /usr/lib/postgresql, or else the one in PATH.
+func findPostgres() (string, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	version := func(dir string) int {
+		v, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+		return v
+	}
+	slices.SortFunc(dirs, func(a, b string) int { return version(b) - version(a) })
+	for _, dir := range dirs {
+		if isFile(filepath.Join(dir, "initdb")) && isFile(filepath.Join(dir, "pg_ctl")) {
+			return dir, nil
+		}
+	}
+	if p, err := exec.LookPath("pg_ctl"); err == nil && isFile(filepath.Join(filepath.Dir(p), "initdb")) {
+		return filepath.Dir(p), nil
+	}
+	return "", errNoPostgres
+}
+
+func isFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir()
+}
+
+// startPostgres makes a new cluster in a temporary directory and starts
+// it. The caller stops it (stop) and removes it (remove).
+func startPostgres() (*pgServer, error) {
+	bin, err := findPostgres()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("/tmp", "pgstore-")
+	if err != nil {
+		return nil, err
+	}
+	s := &pgServer{bin: bin, dir: dir}
+	if err := s.init(); err != nil {
+		s.remove()
+		return nil, err
+	}
+	if err := s.start(); err != nil {
+		s.remove()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *pgServer) data() string    { return filepath.Join(s.dir, "data") }
+func (s *pgServer) sock() string    { return filepath.Join(s.dir, "sock") }
+func (s *pgServer) logFile() string { return filepath.Join(s.dir, "postgres.log") }
+
+// init makes the directories, hands them to the postgres user if we are
+// root, and runs initdb.
+func (s *pgServer) init() error {
+	if err := os.Mkdir(s.sock(), 0o700); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return fmt.Errorf("running as root, PostgreSQL needs the user postgres: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		err = filepath.Walk(s.dir, func(path string, _ os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(path, uid, gid)
+		})
+		if err != nil {
+			return err
+		}
+		s.runAs = "postgres"
+	}
+	out, err := s.command("initdb", "-D", s.data(), "-U", "postgres", "-A", "trust", "-E", "UTF8",
+		"--locale=C", "--no-sync").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// command is the command of the PostgreSQL program name, run as the
+// server's user, in its directory.
+func (s *pgServer) command(name string, args ...string) *exec.Cmd {
+	path := filepath.Join(s.bin, name)
+	var cmd *exec.Cmd
+	if s.runAs != "" {
+		cmd = exec.Command("runuser", append([]string{"-u", s.runAs, "--", path}, args...)...)
+	} else {
+		cmd = exec.Command(path, args...)
+	}
+	cmd.Dir = s.dir
+	return cmd
+}
+
+// start starts the server and waits until it accepts connections: on a
+// unix socket in sock, no TCP, without fsync (a crash of the machine
+// would lose data; a crash of the server loses nothing committed).
+func (s *pgServer) start() error {
+	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off -c max_connections=300", s.sock())
+	out, err := s.command("pg_ctl", "-D", s.data(), "-l", s.logFile(), "-w", "-t", "60", "-o", opts, "start").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pg_ctl start: %v\n%s%s", err, out, s.logTail())
+	}
+	return nil
+}
+
+// stop stops the server in mode "fast" (a clean shutdown that ends the
+// sessions), "smart" or "immediate" (as a crash would: recovery at the
+// next start).
+func (s *pgServer) stop(mode string) error {
+	out, err := s.command("pg_ctl", "-D", s.data(), "-m", mode, "-w", "-t", "60", "stop").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pg_ctl stop -m %s: %v\n%s", mode, err, out)
+	}
+	return nil
+}
+
+// restart stops the server in mode and starts it again, on the same
+// socket and data.
+func (s *pgServer) restart(mode string) error {
+	if err := s.stop(mode); err != nil {
+		return err
+	}
+	return s.start()
+}
+
+// remove deletes the server's directory; stop it first.
+func (s *pgServer) remove() { _ = os.RemoveAll(s.dir) }
+
+// connString is the connection string of the database postgres.
+func (s *pgServer) connString() string {
+	return fmt.Sprintf("host=%s user=postgres dbname=postgres", s.sock())
+}
+
+func (s *pgServer) logTail() string {
+	b, _ := os.ReadFile(s.logFile())
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return "\npostgres.log:\n" + strings.Join(lines, "\n")
+}

@@ -1,0 +1,42 @@
+package pgstore
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// statements are the SQL texts of a store, for its schema. pgx prepares
+// and caches each on every connection it runs on.
+type statements struct {
+	enqueue, cancel, requeue          string
+	claim, expired                    string
+	confirm, ack, extend, retry, kill string
+	get, deadLetters, stats           string
+	list                              [durable.Dead + 1][2]string // by state: first page, after a cursor
+}
+
+func newStatements(n names) statements {
+	st := statements{
+		enqueue:     n.expand(enqueueSQL),
+		cancel:      n.expand(cancelSQL),
+		requeue:     n.expand(requeueSQL),
+		claim:       n.expand(claimSQL),
+		expired:     n.expand(expiredSQL),
+		confirm:     n.expand(confirmSQL),
+		ack:         n.expand(ackSQL),
+		extend:      n.expand(extendSQL),
+		retry:       n.expand(retrySQL),
+		kill:        n.expand(killSQL),
+		get:         n.expand(getSQL),
+		deadLetters: n.expand(deadLettersSQL),
+		stats:       n.expand(statsSQL),
+	}
+	for state, col := range map[durable.State]string{durable.Pending: "due", durable.InFlight: "deadline", durable.Dead: "died_at"} {
+		r := strings.NewReplacer("{COL}", col, "{STATE}", strconv.Itoa(int(state)))
+		st.list[state][0] = n.expand(r.Replace(strings.Replace(listSQL, "{AFTER}", "", 1)))
+		st.list[state][1] = n.expand(r.Replace(strings.Replace(listSQL, "{AFTER}", listAfterSQL, 1)))
+	}
+	return st
+}

@@ -26,7 +26,7 @@ func init() {
 			"jobs worked/s with 8 workers, due already (durable's Run; a River client with MaxWorkers 8, until River reports them completed), " +
 			"against River's default fetching (FetchCooldown 100ms, FetchPollInterval 1s: at most 8 jobs per 100ms, so on min(K, 800) jobs) " +
 			"and its fastest (both at 1ms); SQL statements per message of each (BEGIN and COMMIT included, counted by a pgx tracer on the pools: " +
-			"this process's statements only, River's background work included); lateness p50/p99/max and early starts with 8 workers, " +
+			"this process's statements only, River's background work included), and ours split by store method (Claim, Confirm, Ack, others); lateness p50/p99/max and early starts with 8 workers, " +
 			"min(K, 2000) jobs over min(2s, -window), written in batches of 100 (ours: due vs when the handler starts; River: ScheduledAt " +
 			"vs when Work starts), against River with default and fastest fetching",
 		timers: func(*options) int { return 0 }, // the messages are in PostgreSQL
@@ -114,7 +114,7 @@ func runRiver(e *env) (rows []row, err error) {
 		both("SQL statements per enqueue"+batchOf+of+vs, unitStatementsMsg, perMsg(oursManySQL, k), perMsg(theirManySQL, k)))
 
 	// Jobs worked, due already.
-	oursRun, oursRunSQL, err := durableReceiveAck(o, root+"/worked", k, runRate, m)
+	oursRun, oursRunSQL, calls, err := pgWorked(o, root+"/worked", k, m)
 	if err != nil {
 		return nil, fmt.Errorf("ours, worked: %w", err)
 	}
@@ -137,6 +137,12 @@ func runRiver(e *env) (rows []row, err error) {
 			both(fmt.Sprintf("jobs worked, %d workers, %s", riverWorkers, ks)+v.label, unitJobsSec, oursRun, theirs),
 			both("SQL statements per job worked"+v.label, unitStatementsMsg, perMsg(oursRunSQL, k), perMsg(theirSQL, v.n)))
 	}
+	// Ours only: what the statements of a job worked do.
+	rows = append(rows,
+		oursOnly("of which Claim (ours, one statement each)", unitStatementsMsg, perMsg(calls.claims, k)),
+		oursOnly("of which Confirm (ours)", unitStatementsMsg, perMsg(calls.confirms, k)),
+		oursOnly("of which Ack (ours)", unitStatementsMsg, perMsg(calls.acks, k)),
+		oursOnly("of which Extend, Release, Retry, Expired (ours)", unitStatementsMsg, perMsg(calls.others, k)))
 
 	// Lateness.
 	lk, win := riverLateCount(o), durableWindow(o)
@@ -166,6 +172,43 @@ func runRiver(e *env) (rows []row, err error) {
 			both("started before due"+lateOf+v.label, unitCount, float64(countEarly(ours)), float64(countEarly(theirs))))
 	}
 	return rows, nil
+}
+
+// pgWorked preloads a new pgstore queue of dir with k messages due now,
+// and returns the jobs worked per second of Run with riverWorkers workers
+// taking them all (durablebench.RunRate: until Run returns, every ack
+// written), with the statements that took (counted by m) and the store
+// calls, the preload left out; it checks that none is left.
+func pgWorked(o *options, dir string, k int, m meter) (rate float64, statements int64, calls storeCalls, err error) {
+	ps, err := openPgStore(o, runQueueName(dir))
+	if err != nil {
+		return 0, 0, calls, err
+	}
+	s := &countingPgStore{pgStore: ps}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	q, err := durable.New(s)
+	if err != nil {
+		return 0, 0, calls, err
+	}
+	defer func() { err = errors.Join(err, q.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), durableGiveUp)
+	defer cancel()
+	if err := durablebench.Preload(ctx, q, "m", k, durablePayload, func(int) time.Time { return time.Time{} }); err != nil {
+		return 0, 0, calls, fmt.Errorf("preload: %w", err)
+	}
+	before := s.calls()
+	err = metered(ctx, m, &statements, func() (err error) {
+		rate, err = durablebench.RunRate(ctx, q, riverWorkers, k)
+		return err
+	})
+	calls = s.calls().since(before)
+	if err != nil {
+		return 0, 0, calls, giveUpError(ctx, err)
+	}
+	if st, err := q.Stats(ctx); err != nil || st.Pending+st.InFlight+st.Dead != 0 {
+		return 0, 0, calls, fmt.Errorf("stats after all %d were worked: %+v, %v", k, st, err)
+	}
+	return rate, statements, calls, nil
 }
 
 // pgBatchEnqueue returns the enqueues per second of producers goroutines

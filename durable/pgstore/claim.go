@@ -68,15 +68,15 @@ SELECT u.id, u.payload, u.due, u.attempt, u.token, u.deadline, u.held, u.last_er
 	(SELECT min(x.due) FROM (
 		SELECT p.id, p.due FROM {T} p WHERE p.queue = $1::text AND p.state = 1
 		ORDER BY p.due, p.seq LIMIT $2::bigint + 1) x
-	WHERE NOT EXISTS (SELECT 1 FROM k WHERE k.id = x.id)),
+	WHERE x.id NOT IN (SELECT k.id FROM k)),
 	least(
 		(SELECT f.deadline FROM {T} f WHERE f.queue = $1::text AND f.state = 2 ORDER BY f.deadline, f.seq LIMIT 1),
 		(SELECT min(u2.deadline) FROM u u2)),
 	(SELECT count(*) FROM (
 		SELECT p.id FROM {T} p WHERE p.queue = $1::text AND p.state = 1
-			AND p.due <= n.now + $4::bigint * interval '1 microsecond'
+			AND p.due <= (SELECT now FROM n) + $4::bigint * interval '1 microsecond'
 		ORDER BY p.due, p.seq LIMIT $2::bigint + $7::bigint) x
-	WHERE NOT EXISTS (SELECT 1 FROM k WHERE k.id = x.id)),
+	WHERE x.id NOT IN (SELECT k.id FROM k)),
 	(SELECT count(*) FROM c) > (SELECT count(*) FROM k)
 FROM n LEFT JOIN u ON true
 ORDER BY u.rn`

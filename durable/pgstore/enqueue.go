@@ -23,7 +23,10 @@ const headSQL = `head AS MATERIALIZED (
 
 // enqueueSQL upserts messages as pending, in the order of the arrays,
 // each taking a seq in that order, and notifies if the earliest of them
-// is earlier than every pending message the statement can see. A message
+// is earlier than every pending message the statement can see, or if the
+// statement runs in a transaction of a snapshot older than the statement
+// (REPEATABLE READ or SERIALIZABLE, for EnqueueTx), where what it sees
+// may be long gone. A message
 // replaced keeps its enqueued_at and its token (the next claim takes a
 // greater one); a lease on it is lost, since it is no longer in flight.
 //
@@ -48,6 +51,8 @@ w AS (
 nt AS MATERIALIZED (
 	SELECT pg_notify($6::text, '') FROM (SELECT min(m.due) AS due FROM m) x
 	WHERE NOT EXISTS (SELECT 1 FROM head WHERE head.due <= x.due)
+		OR (current_setting('transaction_isolation') <> 'read committed'
+			AND transaction_timestamp() < statement_timestamp())
 )
 SELECT (SELECT count(*) FROM w), (SELECT count(*) FROM nt)`
 
@@ -109,17 +114,21 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 }
 
 // EnqueueTx writes msgs as Enqueue does, inside the caller's transaction
-// tx: they exist, and are delivered, if and only if tx commits; receivers
-// in every process learn of them at the commit (the notification, if
-// any, is sent by the commit, and not at all on a rollback). Their
-// EnqueuedAt, and the due time of a zero Due, is the database's clock at
-// the EnqueueTx, not at the commit. A message is claimed at its due time
-// after the commit, never before the commit.
+// tx, on the store's database: they exist, and are delivered, if and only
+// if tx commits; receivers in every process learn of them at the commit
+// (the notification, if any, is sent by the commit, and not at all on a
+// rollback). Their EnqueuedAt, and the due time of a zero Due, is the
+// database's clock at the EnqueueTx, not at the commit. A message is
+// claimed at its due time after the commit, never before the commit.
 //
 // Until tx ends, the rows it wrote are locked: another Enqueue or a Cancel
-// of the same IDs waits for it. Keep such transactions short. A tx that
-// was committed, rolled back or aborted by an earlier error gives an error
-// wrapping ErrTxDone.
+// of the same IDs waits for it, and a claim skips them. Keep such
+// transactions short. In a transaction of isolation REPEATABLE READ or
+// SERIALIZABLE, whose snapshot may be older than the EnqueueTx, it
+// notifies whatever the due times; at READ COMMITTED, the default, only
+// for a new earliest message (see the package documentation). A tx that
+// was committed, rolled back or aborted by an earlier error gives an
+// error wrapping ErrTxDone.
 func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, msgs ...durable.Message) error {
 	if err := s.check(); err != nil {
 		return err

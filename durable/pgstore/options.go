@@ -89,7 +89,8 @@ func WithDeadLetterRetention(maxCount int, maxAge time.Duration) Option {
 // Store.Wakeups) with pgx.ConnectConfig(cfg) instead of taking one from the
 // pool: for a pool that goes through PgBouncer in transaction mode, or
 // another pooler that cannot LISTEN, give it a direct connection to
-// PostgreSQL. The store does not modify cfg.
+// PostgreSQL. It must reach the same database as the pool: notifications
+// do not cross databases. The store does not modify cfg.
 func WithListenerConfig(cfg *pgx.ConnConfig) Option {
 	return func(o *options) { o.listener = cfg }
 }

@@ -42,9 +42,18 @@ type options struct {
 	goroutines  int
 	parallelFor time.Duration
 
-	// store is where the durable scenario keeps its messages: storeBolt
-	// or a redis:// URL (-store).
+	// store is where the durable scenario keeps its messages: storeBolt,
+	// a redis:// URL or a postgres:// URL (-store).
 	store string
+	// pgDatabase, if set, is the database that pools on the PostgreSQL
+	// of store connect to instead of the DSN's: the scratch database of
+	// the scenario running (see newPgScratch), set on a copy of the
+	// options. pgMeter, if set, counts their statements, and pgWarm
+	// makes them open their connections before they are used (see
+	// pgPool).
+	pgDatabase string
+	pgMeter    *pgMeter
+	pgWarm     bool
 
 	// The wheel's configuration.
 	tick      time.Duration
@@ -216,7 +225,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.quick, "quick", false, "run at reduced size: "+quickSummary()+" (flags given explicitly win)")
 	fs.Var((*countList)(&o.ns), "n", "startstop: comma-separated `counts` of pending timers (forms like 1M,500k,2000)")
 	fs.Var((*countValue)(&o.ops), "ops", "startstop: `count` of AfterFunc+Stop pairs timed per engine and N")
-	fs.Var((*countValue)(&o.pending), "pending", "memory, idle, parallel, queue: `count` of timers pending, due in 1-2h; durable: messages pending for reopen and memory, due in a day (and -pending/200 sizes its other figures); asynq: -pending/50 messages per figure")
+	fs.Var((*countValue)(&o.pending), "pending", "memory, idle, parallel, queue: `count` of timers pending, due in 1-2h; durable: messages pending for reopen and memory, due in a day (and -pending/200 sizes its other figures); asynq, river: -pending/50 messages per figure")
 	fs.Var((*countValue)(&o.fireN), "fire-n", "fire: `count` of timers that fire")
 	fs.DurationVar(&o.window, "window", o.window, "fire: the timers' deadlines spread over this window (queue: at most 1s, durable: at most 2s)")
 	fs.IntVar(&o.rounds, "rounds", o.rounds, "fire: rounds, each measuring every engine once, in a rotated order; each figure is the median of its rounds, early firings their sum")
@@ -226,7 +235,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.tick, "tick", o.tick, "the wheel's tick (WithTick)")
 	fs.IntVar(&o.wheelSize, "wheel-size", o.wheelSize, "the wheel's buckets per level (WithWheelSize)")
 	fs.StringVar(&o.executor, "executor", o.executor, "the wheel's executor: goroutine (one per task, the default) or inline; fire always measures both")
-	fs.StringVar(&o.store, "store", o.store, "durable: where the durable queue's messages are kept: bolt (a file in a temp dir) or a redis:// URL; asynq: the Redis both queues use (redis:// only)")
+	fs.StringVar(&o.store, "store", o.store, "durable: where the durable queue's messages are kept: bolt (a file in a temp dir), a redis:// URL or a postgres:// pgx DSN (e.g. postgres:///postgres?host=/tmp&user=postgres; its user needs CREATEDB: each scenario works in a scratch database it drops; pools of 16 connections unless the DSN sets pool_max_conns); asynq: the Redis both queues use (redis:// only); river: the PostgreSQL both use (postgres:// only)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `file` (- for stdout, which then carries only the JSON; the table goes to stderr)")
 	fs.StringVar(&o.plotPath, "plot", "", "draw fire's lateness CDF and startstop's ns/op against N side by side into `file` (.png or .svg); needs fire or startstop")
 	return fs
@@ -310,7 +319,7 @@ func (o *options) resolveScenarios(names []string) error {
 	for _, name := range names {
 		if name == "all" {
 			for _, s := range registry {
-				if !s.needsRedis || isRedisURL(o.store) {
+				if (!s.needsRedis || isRedisURL(o.store)) && (!s.needsPostgres || isPostgresURL(o.store)) {
 					add(s)
 				}
 			}
@@ -350,6 +359,9 @@ func (o *options) validate() error {
 	}
 	if !isRedisURL(o.store) && slices.ContainsFunc(o.scenarios, func(s scenario) bool { return s.needsRedis }) {
 		return usagef("%s", asynqNeedsRedis)
+	}
+	if i := slices.IndexFunc(o.scenarios, func(s scenario) bool { return s.needsPostgres }); i >= 0 && !isPostgresURL(o.store) {
+		return usagef("%s", needsPostgresError(o.scenarios[i].name))
 	}
 	if _, err := timingwheel.New(o.wheelOptions()...); err != nil {
 		return usagef("bad wheel configuration: %v", err)
@@ -393,14 +405,14 @@ twbench measures the timing wheel (ours) and Go's runtime timers
 (time.AfterFunc) side by side in one process, and prints a table with the
 ratio ours/runtime beside every figure. Figures with nothing to compare
 with (those of durable) show - for runtime and ratio; asynq's runtime
-column is hibiken/asynq.
+column is hibiken/asynq, and river's is riverqueue/river.
 
 Scenarios, run in this order (default all; flags and names may be mixed):
 `)
 	for _, s := range registry {
 		fmt.Fprintf(w, "  %-10s %s\n", s.name, s.help)
 	}
-	fmt.Fprintf(w, "  %-10s %s\n", "all", "every scenario above, in this order (asynq only with -store redis://...)")
+	fmt.Fprintf(w, "  %-10s %s\n", "all", "every scenario above, in this order (asynq only with -store redis://..., river only with -store postgres://...)")
 	fmt.Fprintf(w, "\nFlags:\n")
 	fs := newFlagSet(defaultOptions())
 	fs.SetOutput(w)
@@ -418,7 +430,8 @@ timer per engine and refuses (exit status 1) if /proc/meminfo's
 MemAvailable is smaller. The durable scenario's messages are not counted:
 they are kept on disk, about 400 bytes each, in a temp dir ($TMPDIR).
 With -store redis://..., the server must answer a PING within %v
-before anything runs (exit status 1 otherwise). Bad flags or arguments
+before anything runs, and with -store postgres://... the server must
+answer a SELECT 1 within as long (exit status 1 otherwise). Bad flags or arguments
 exit with status 2.
 
 Examples:
@@ -428,5 +441,7 @@ Examples:
   twbench durable -pending 100k
   twbench durable -store redis://localhost:6379/0
   twbench asynq -store redis://localhost:6379/0
+  twbench durable -store 'postgres:///postgres?host=/tmp&user=postgres'
+  twbench river -pending 100k -store 'postgres:///postgres?host=/tmp&user=postgres'
 `, memPerTimer, storeCheckTimeout)
 }

@@ -50,7 +50,7 @@ func TestParseArgsDefaults(t *testing.T) {
 	assert.Equal(t, time.Millisecond, o.tick)
 	assert.Equal(t, 512, o.wheelSize)
 	assert.Equal(t, executorGoroutine, o.executor)
-	assert.Equal(t, namesWithoutRedis(), namesOf(o.scenarios), "no scenario means all (but asynq, without a Redis)")
+	assert.Equal(t, namesWithoutServers(), namesOf(o.scenarios), "no scenario means all (but asynq and river, without a Redis or a PostgreSQL)")
 }
 
 // TestParseArgsQuick checks that -quick reduces the sizes not set explicitly.
@@ -84,7 +84,7 @@ func TestParseArgsScenariosAndFlagsInterleaved(t *testing.T) {
 
 	o, err = parseArgs([]string{"idle", "all"})
 	require.NoError(t, err)
-	assert.Equal(t, namesWithoutRedis(), namesOf(o.scenarios))
+	assert.Equal(t, namesWithoutServers(), namesOf(o.scenarios))
 	assert.Equal(t, "fire", o.scenarios[0].name, "fire runs first, in a fresh process")
 	assert.Equal(t, "memory", o.scenarios[1].name, "memory runs next")
 

@@ -2,10 +2,14 @@
 // Go's runtime timers (time.AfterFunc), side by side in one process, and
 // prints a table with the ratio ours/runtime beside every figure. Its
 // durable scenario measures package durable's queue, on a bbolt file, on
-// its own (no runtime column); its asynq scenario measures it on Redis
-// against hibiken/asynq on the same server (asynq in the runtime column):
+// its own (no runtime column), or on Redis or PostgreSQL with -store; its
+// asynq scenario measures it on Redis against hibiken/asynq on the same
+// server (asynq in the runtime column), and its river scenario on
+// PostgreSQL (durable/pgstore) against riverqueue/river (River in the
+// runtime column), in a scratch database it drops afterwards:
 //
 //	go run ./cmd/twbench asynq -store redis://localhost:6379/0
+//	go run ./cmd/twbench river -store 'postgres:///postgres?host=/tmp&user=postgres'
 //
 // Run it with -quick for a run of every scenario at reduced size (under a
 // minute on two cores):

@@ -47,7 +47,7 @@ func TestTinyRunOfEveryScenario(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	require.NotEmpty(t, lines)
 	assert.Equal(t, []string{"SCENARIO", "FIGURE", "OURS", "RUNTIME", "RATIO", "UNIT"}, strings.Fields(lines[0]))
-	for _, name := range namesWithoutRedis() {
+	for _, name := range namesWithoutServers() {
 		assert.Contains(t, stdout, "\n"+name+" ", "table names scenario %s", name)
 	}
 	assert.Regexp(t, `\d\.\d\dx`, stdout)
@@ -111,7 +111,7 @@ func checkRows(t *testing.T, rows []jsonRow) {
 		}
 		assert.NotEmpty(t, r.Unit)
 	}
-	for _, name := range namesWithoutRedis() {
+	for _, name := range namesWithoutServers() {
 		assert.Positive(t, byScenario[name], "rows of %s", name)
 	}
 
@@ -183,7 +183,7 @@ func checkRows(t *testing.T, rows []jsonRow) {
 // only its rows come out.
 func TestEachScenarioAlone(t *testing.T) {
 	// asynq needs a Redis: TestAsynqScenarioOnRedis runs it alone.
-	for _, name := range namesWithoutRedis() {
+	for _, name := range namesWithoutServers() {
 		t.Run(name, func(t *testing.T) {
 			stdout, _ := tinyRun(t, "-json", "-", name)
 			var rep report

@@ -24,6 +24,9 @@ type scenario struct {
 	// needsRedis marks a scenario that runs only with a redis:// -store:
 	// "all" leaves it out otherwise, and naming it is an error.
 	needsRedis bool
+	// needsPostgres marks a scenario that runs only with a postgres://
+	// -store, likewise.
+	needsPostgres bool
 	// help is a one-line description for the usage message.
 	help string
 	// timers returns the most timers one engine holds at once with these

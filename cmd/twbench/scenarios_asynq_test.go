@@ -14,12 +14,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// namesWithoutRedis returns the scenarios that "all" runs without a
-// Redis: every one but those that need it.
-func namesWithoutRedis() []string {
+// namesWithoutServers returns the scenarios that "all" runs with the
+// default -store: every one but those that need a Redis or a PostgreSQL.
+func namesWithoutServers() []string {
+	return namesWhere(func(s scenario) bool { return !s.needsRedis && !s.needsPostgres })
+}
+
+// namesWhere returns the names of the registered scenarios that keep
+// keeps, in order.
+func namesWhere(keep func(scenario) bool) []string {
 	var names []string
 	for _, s := range registry {
-		if !s.needsRedis {
+		if keep(s) {
 			names = append(names, s.name)
 		}
 	}
@@ -122,7 +128,8 @@ func TestAsynqNeedsRedis(t *testing.T) {
 	o, err = parseArgs([]string{"all", "-store", "redis://localhost:6379"})
 	require.NoError(t, err)
 	assert.True(t, o.has("asynq"))
-	assert.Equal(t, scenarioNames(), namesOf(o.scenarios))
+	assert.Equal(t, namesWhere(func(s scenario) bool { return !s.needsPostgres }), namesOf(o.scenarios),
+		"all with a Redis: every scenario but those that need a PostgreSQL")
 }
 
 // TestAsynqCounts checks the sizes derived from -pending, as the help

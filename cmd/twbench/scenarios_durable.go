@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
@@ -24,10 +25,12 @@ func init() {
 		name:  "durable",
 		order: 70,
 		help: "the durable queue (package durable, ours only) on a fresh bbolt file in a temp dir, SyncAlways " +
-			"(or on the Redis of -store, in queues deleted afterwards), 100-byte payloads: " +
+			"(or on the Redis of -store, in queues deleted afterwards, or on the PostgreSQL of -store, in a scratch database " +
+			"dropped afterwards), 100-byte payloads: " +
 			"enqueues/s from 1, 8 and 64 producers and receive+acks/s with 8 consumers, K=-pending/200 messages each (100 to 20k); " +
 			"lateness p50/p99/max with 8 consumers, min(K, 2000) messages over min(2s, -window); " +
-			"reopen time (median of 3) and memory with -pending messages due in a day (about 400 B of disk each, or of Redis memory)",
+			"reopen time (median of 3) and memory with -pending messages due in a day (about 400 B of disk each, or of Redis memory; " +
+			"PostgreSQL: the scratch database's size)",
 		// The messages are in the file, not in the heap: the queue holds
 		// two timers, and the lateness figure K durations.
 		timers: func(*options) int { return 0 },
@@ -86,8 +89,13 @@ func (o *options) validateStore() error {
 			return usagef("-store: %v", err)
 		}
 		return nil
+	case isPostgresURL(o.store):
+		if _, err := pgxpool.ParseConfig(o.store); err != nil {
+			return usagef("-store: %v", err)
+		}
+		return nil
 	}
-	return usagef("-store must be %s or a redis:// URL, got %q", storeBolt, o.store)
+	return usagef("-store must be %s, a redis:// URL or a postgres:// URL, got %q", storeBolt, o.store)
 }
 
 // durableCount is the number of messages of the enqueue and receive+ack
@@ -106,17 +114,21 @@ func durableWindow(o *options) time.Duration { return min(2*time.Second, o.windo
 
 // openDurableStore opens the store that -store names, fresh for each
 // dir (an empty directory of its own): for bolt, the file durableFile in
-// dir, created if needed; for Redis, the queue named after dir (see
-// redisQueueName). This is the one place that makes a store.
+// dir, created if needed; for Redis and PostgreSQL, the queue named after
+// dir (see runQueueName), in the scratch database of o for PostgreSQL.
+// This is the one place that makes a store.
 func openDurableStore(o *options, dir string) (durable.Store, error) {
 	if o.store == storeBolt {
 		return durable.OpenBoltStore(filepath.Join(dir, durableFile))
+	}
+	if isPostgresURL(o.store) {
+		return openPgStore(o, runQueueName(dir))
 	}
 	client, err := redisClient(o)
 	if err != nil {
 		return nil, err
 	}
-	s, err := redisstore.New(client, redisQueueName(dir))
+	s, err := redisstore.New(client, runQueueName(dir))
 	if err != nil {
 		_ = client.Close()
 		return nil, err
@@ -141,9 +153,9 @@ func redisClient(o *options) (*redis.Client, error) {
 	return redis.NewClient(ro), nil
 }
 
-// redisQueueName is the Redis queue of dir: its temp dir's name and its
-// own, unique to the run and the figure.
-func redisQueueName(dir string) string {
+// runQueueName is the Redis or PostgreSQL queue of dir: its temp dir's
+// name and its own, unique to the run and the figure.
+func runQueueName(dir string) string {
 	return "twbench:" + filepath.Base(filepath.Dir(dir)) + ":" + filepath.Base(dir)
 }
 
@@ -189,8 +201,12 @@ func openDurable(o *options, dir string) (q *durable.Queue, closeAll func() erro
 }
 
 // durableStoreBytes returns the size of the store of dir: its file's, or
-// for Redis the memory the server uses (used_memory), all queues in.
+// for Redis the memory the server uses (used_memory), all queues in, and
+// for PostgreSQL the size of the scratch database.
 func durableStoreBytes(o *options, dir string) (int64, error) {
+	if isPostgresURL(o.store) {
+		return pgDatabaseBytes(o)
+	}
 	if o.store != storeBolt {
 		client, err := redisClient(o)
 		if err != nil {
@@ -217,8 +233,10 @@ func durableStoreBytes(o *options, dir string) (int64, error) {
 
 // runDurable measures the durable queue. Every figure starts on a fresh
 // store in a directory of its own, under a temp dir removed at the end;
-// reopen and memory share one, filled with -pending messages.
+// reopen and memory share one, filled with -pending messages. On
+// PostgreSQL, every queue is in a scratch database dropped at the end.
 func runDurable(e *env) (rows []row, err error) {
+	o := e.opts
 	root, err := os.MkdirTemp("", "twbench-durable-")
 	if err != nil {
 		return nil, err
@@ -228,19 +246,30 @@ func runDurable(e *env) (rows []row, err error) {
 			err = err2
 		}
 	}()
-	if e.opts.store != storeBolt {
+	switch {
+	case isRedisURL(o.store):
 		defer func() {
-			if err2 := dropRedisQueues(e.opts, root); err == nil && err2 != nil {
+			if err2 := dropRedisQueues(o, root); err == nil && err2 != nil {
 				err = err2
 			}
 		}()
+	case isPostgresURL(o.store):
+		var scratch *pgScratch
+		if scratch, err = newPgScratch(o); err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, scratch.drop()) }()
+		o = scratch.o
 	}
+	// The figures of throughput and lateness open their PostgreSQL pools'
+	// connections before they start; reopen times the dial.
+	warm := *o
+	warm.pgWarm = true
 	fresh := func(name string) (string, error) {
 		dir := filepath.Join(root, name)
 		return dir, os.Mkdir(dir, 0o700)
 	}
 
-	o := e.opts
 	k := durableCount(o)
 	ks := "K=" + formatCount(k)
 	for _, p := range durableProducers {
@@ -248,7 +277,7 @@ func runDurable(e *env) (rows []row, err error) {
 		if err != nil {
 			return nil, err
 		}
-		rate, _, err := durableEnqueue(o, dir, p, k, nil)
+		rate, _, err := durableEnqueue(&warm, dir, p, k, nil)
 		if err != nil {
 			return nil, fmt.Errorf("enqueue, %d producers: %w", p, err)
 		}
@@ -259,7 +288,7 @@ func runDurable(e *env) (rows []row, err error) {
 	if err != nil {
 		return nil, err
 	}
-	rate, _, err := durableReceiveAck(o, dir, k, receiveAckRate, nil)
+	rate, _, err := durableReceiveAck(&warm, dir, k, receiveAckRate, nil)
 	if err != nil {
 		return nil, fmt.Errorf("receive+ack: %w", err)
 	}
@@ -269,7 +298,7 @@ func runDurable(e *env) (rows []row, err error) {
 		return nil, err
 	}
 	lk, win := durableLateCount(o), durableWindow(o)
-	late, err := durableLateness(o, dir, lk, win)
+	late, err := durableLateness(&warm, dir, lk, win)
 	if err != nil {
 		return nil, fmt.Errorf("lateness: %w", err)
 	}
@@ -287,7 +316,7 @@ func runDurable(e *env) (rows []row, err error) {
 	if dir, err = fresh("pending"); err != nil {
 		return nil, err
 	}
-	if err := durableFill(e, dir, n); err != nil {
+	if err := durableFill(e, o, dir, n); err != nil {
 		return nil, fmt.Errorf("filling %s: %w", label, err)
 	}
 	reopen, err := durableReopen(o, dir, n)
@@ -306,8 +335,11 @@ func runDurable(e *env) (rows []row, err error) {
 		return nil, err
 	}
 	sizeLabel := "file size, "
-	if o.store != storeBolt {
+	switch {
+	case isRedisURL(o.store):
 		sizeLabel = "Redis used_memory, "
+	case isPostgresURL(o.store):
+		sizeLabel = "database size (pg_database_size), "
 	}
 	mib := func(b float64) float64 { return b / (1 << 20) }
 	return append(rows,
@@ -330,15 +362,16 @@ func plural(n int, noun string) string {
 // durableEnqueue returns the enqueues per second of producers goroutines
 // enqueueing k messages due in an hour between them to a new queue in
 // dir, and checks that they are all there. With a meter, it also returns
-// the Redis commands the enqueues took (opening the queue left out).
-func durableEnqueue(o *options, dir string, producers, k int, meter *redisMeter) (rate float64, commands int64, err error) {
+// the Redis commands or SQL statements the enqueues took (opening the
+// queue left out).
+func durableEnqueue(o *options, dir string, producers, k int, m meter) (rate float64, commands int64, err error) {
 	q, closeAll, err := openDurable(o, dir)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer func() { err = errors.Join(err, closeAll()) }()
 	ctx := context.Background()
-	err = metered(ctx, meter, &commands, func() (err error) {
+	err = metered(ctx, m, &commands, func() (err error) {
 		rate, err = durablebench.EnqueueRate(ctx, q, "m", producers, k, durablePayload)
 		return err
 	})
@@ -369,9 +402,9 @@ func runRate(ctx context.Context, q *durable.Queue, k int) (float64, error) {
 
 // durableReceiveAck preloads a new queue in dir with k messages due now,
 // and returns the receive+acks per second of rate taking them all. With a
-// meter, it also returns the Redis commands that took (the preload left
-// out).
-func durableReceiveAck(o *options, dir string, k int, rate durableRate, meter *redisMeter) (perSec float64, commands int64, err error) {
+// meter, it also returns the Redis commands or SQL statements that took
+// (the preload left out).
+func durableReceiveAck(o *options, dir string, k int, rate durableRate, m meter) (perSec float64, commands int64, err error) {
 	q, closeAll, err := openDurable(o, dir)
 	if err != nil {
 		return 0, 0, err
@@ -382,7 +415,7 @@ func durableReceiveAck(o *options, dir string, k int, rate durableRate, meter *r
 	if err := durablebench.Preload(ctx, q, "m", k, durablePayload, func(int) time.Time { return time.Time{} }); err != nil {
 		return 0, 0, fmt.Errorf("preload: %w", err)
 	}
-	err = metered(ctx, meter, &commands, func() (err error) {
+	err = metered(ctx, m, &commands, func() (err error) {
 		perSec, err = rate(ctx, q, k)
 		return err
 	})
@@ -395,19 +428,28 @@ func durableReceiveAck(o *options, dir string, k int, rate durableRate, meter *r
 	return perSec, commands, nil
 }
 
-// metered runs f; with a meter, it stores in commands the Redis commands
-// executed meanwhile.
-func metered(ctx context.Context, meter *redisMeter, commands *int64, f func() error) error {
-	if meter == nil {
+// A meter counts the commands (Redis, redisMeter) or statements
+// (PostgreSQL, pgMeter) that a server is sent between start and stop.
+type meter interface {
+	start(ctx context.Context) error
+	// stop returns the count since start, less own: those that the
+	// caller sent itself to watch the work, not part of it.
+	stop(ctx context.Context, own int64) (int64, error)
+}
+
+// metered runs f; with a meter, it stores in commands the commands or
+// statements executed meanwhile.
+func metered(ctx context.Context, m meter, commands *int64, f func() error) error {
+	if m == nil {
 		return f()
 	}
-	if err := meter.start(ctx); err != nil {
+	if err := m.start(ctx); err != nil {
 		return err
 	}
 	if err := f(); err != nil {
 		return err
 	}
-	n, err := meter.stop(ctx, 0)
+	n, err := m.stop(ctx, 0)
 	*commands = n
 	return err
 }
@@ -443,9 +485,9 @@ func giveUpError(ctx context.Context, err error) error {
 }
 
 // durableFill writes n messages due in a day, 1ms apart, straight to the
-// store of dir, in batches, and closes it.
-func durableFill(e *env, dir string, n int) (err error) {
-	s, err := openDurableStore(e.opts, dir)
+// store of dir (of o), in batches, and closes it.
+func durableFill(e *env, o *options, dir string, n int) (err error) {
+	s, err := openDurableStore(o, dir)
 	if err != nil {
 		return err
 	}

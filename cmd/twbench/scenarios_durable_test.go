@@ -129,7 +129,8 @@ func TestParseArgsStore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, storeBolt, o.store)
 
-	for _, url := range []string{"redis://localhost:6379/0", "rediss://user:pw@example.com:6380"} {
+	for _, url := range []string{"redis://localhost:6379/0", "rediss://user:pw@example.com:6380",
+		"postgres:///postgres?host=/tmp&user=postgres", "postgresql://app:pw@db.example.com:5433/app?sslmode=disable&pool_max_conns=4"} {
 		o, err := parseArgs([]string{"durable", "-store", url})
 		require.NoError(t, err, url)
 		assert.Equal(t, url, o.store)
@@ -140,7 +141,7 @@ func TestParseArgsStore(t *testing.T) {
 		_, err := parseArgs([]string{"-store", bad})
 		var ue *usageError
 		require.ErrorAs(t, err, &ue, "%q", bad)
-		assert.Contains(t, err.Error(), "-store must be bolt or a redis:// URL", bad)
+		assert.Contains(t, err.Error(), "-store must be bolt, a redis:// URL or a postgres:// URL", bad)
 	}
 }
 

@@ -23,8 +23,12 @@ func silenceRedisLog() { redis.SetLogger(&logging.VoidLogger{}) }
 // checkStore makes sure, before anything runs, that the Redis of -store
 // answers, when the durable or asynq scenario is to run on one: a single PING on
 // a single connection, dialled once, with no retry, all within
-// storeCheckTimeout.
+// storeCheckTimeout; and likewise that its PostgreSQL answers a SELECT 1,
+// when the durable or river scenario is to run on one.
 func checkStore(o *options) error {
+	if isPostgresURL(o.store) && (o.has("durable") || o.has("river")) {
+		return checkPostgres(o)
+	}
 	if !isRedisURL(o.store) || (!o.has("durable") && !o.has("asynq")) {
 		return nil
 	}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/seed64e23a5c/timingwheel/durable/pgstore"
+)
+
+// pgPoolConns is the size of every pool twbench opens on a PostgreSQL,
+// ours and River's alike, unless the DSN sets pool_max_conns: 8 producers
+// or workers, a listening connection and River's own services. pgxpool's
+// default (max(4, cores)) would make 8 producers wait for connections.
+const pgPoolConns = 16
+
+// isPostgresURL reports whether store names a PostgreSQL server: a pgx
+// DSN in URL form.
+func isPostgresURL(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+}
+
+// pgPoolConfig returns the pool configuration of -store: connections to
+// o.pgDatabase if set (the scratch database of the running scenario, see
+// newPgScratch), pgPoolConns of them unless the DSN says otherwise, and
+// every statement counted by o.pgMeter if set.
+func pgPoolConfig(o *options) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(o.store)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(o.store, "pool_max_conns") {
+		cfg.MaxConns = pgPoolConns
+	}
+	if o.pgDatabase != "" {
+		cfg.ConnConfig.Database = o.pgDatabase
+	}
+	if o.pgMeter != nil {
+		cfg.ConnConfig.Tracer = o.pgMeter
+	}
+	return cfg, nil
+}
+
+// pgWarmConns is how many connections pgPool opens at once: one for each
+// of 8 producers or workers, and one to listen.
+const pgWarmConns = 9
+
+// needsPostgresError is the error for a scenario that needs a PostgreSQL
+// (scenario.needsPostgres) named without one.
+func needsPostgresError(name string) string {
+	return "scenario " + name + " runs on a PostgreSQL server: it needs -store postgres://... (a pgx DSN)"
+}
+
+// pgPool opens a pool on the database of o (see pgPoolConfig). With
+// o.pgWarm, it opens pgWarmConns connections before it returns, so that a
+// figure of throughput does not time their dials (pgxpool dials when a
+// connection is first wanted); without, it dials as an application's
+// pool would, for the figures that time opening a store.
+func pgPool(ctx context.Context, o *options) (*pgxpool.Pool, error) {
+	cfg, err := pgPoolConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil || !o.pgWarm {
+		return pool, err
+	}
+	conns := make([]*pgxpool.Conn, 0, pgWarmConns)
+	var dialErr error
+	for range min(pgWarmConns, int(cfg.MaxConns)) {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			dialErr = err
+			break
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+	if dialErr != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to -store %s: %w", redactURL(o.store), dialErr)
+	}
+	return pool, nil
+}
+
+// pgStore is a pgstore.Store that closes its pool with it.
+type pgStore struct {
+	*pgstore.Store
+	pool *pgxpool.Pool
+}
+
+func (s pgStore) Close() error {
+	err := s.Store.Close()
+	s.pool.Close()
+	return err
+}
+
+// openPgStore opens a pool on the database of o and the store of queue on
+// it, which creates its tables if needed.
+func openPgStore(o *options, queue string) (pgStore, error) {
+	ctx := context.Background()
+	pool, err := pgPool(ctx, o)
+	if err != nil {
+		return pgStore{}, err
+	}
+	s, err := pgstore.New(ctx, pool, queue)
+	if err != nil {
+		pool.Close()
+		return pgStore{}, err
+	}
+	return pgStore{s, pool}, nil
+}
+
+// pgScratch is a database that a scenario creates on the server of -store
+// for its run, so that everything it writes (our tables, River's) goes
+// with it when drop drops it.
+type pgScratch struct {
+	o    *options // -store's options, with pgDatabase the scratch's
+	name string
+}
+
+// newPgScratch creates a database named twbench_ and random hex on the
+// server of -store (which needs the CREATEDB privilege) and returns it,
+// with a copy of o whose pools connect to it.
+func newPgScratch(o *options) (*pgScratch, error) {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "twbench_" + hex.EncodeToString(b[:])
+	if err := pgAdmin(o, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return nil, fmt.Errorf("creating a scratch database on -store %s: %w", redactURL(o.store), err)
+	}
+	so := *o
+	so.pgDatabase = name
+	return &pgScratch{o: &so, name: name}, nil
+}
+
+// drop drops the scratch database, closing any connection left on it.
+func (s *pgScratch) drop() error {
+	if err := pgAdmin(s.o, "DROP DATABASE IF EXISTS "+pgx.Identifier{s.name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("dropping the scratch database %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// pgAdmin runs sql on one connection to the database that -store names
+// itself (not a scratch database).
+func pgAdmin(o *options, sql string) error {
+	cfg, err := pgx.ParseConfig(o.store)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, sql)
+	return errors.Join(err, conn.Close(ctx))
+}
+
+// pgDatabaseBytes returns the size of the database of o on disk
+// (pg_database_size), all its tables and indexes in.
+func pgDatabaseBytes(o *options) (int64, error) {
+	ctx := context.Background()
+	cfg, err := pgPoolConfig(o)
+	if err != nil {
+		return 0, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int64
+	err = conn.QueryRow(ctx, "SELECT pg_database_size(current_database())").Scan(&n)
+	return n, err
+}
+
+// checkPostgres makes sure that the PostgreSQL of -store answers a
+// SELECT 1 within storeCheckTimeout, dial included.
+func checkPostgres(o *options) error {
+	cfg, err := pgx.ParseConfig(o.store)
+	if err != nil {
+		return fmt.Errorf("-store %s: %w", redactURL(o.store), err)
+	}
+	cfg.ConnectTimeout = storeCheckTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), storeCheckTimeout)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("-store %s: no PostgreSQL answers there within %v: %w", redactURL(o.store), storeCheckTimeout, err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "SELECT 1"); err != nil {
+		return fmt.Errorf("-store %s: no answer to SELECT 1 within %v: %w", redactURL(o.store), storeCheckTimeout, err)
+	}
+	return nil
+}

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/durablebench"
+)
+
+// init registers the river scenario.
+func init() {
+	register(scenario{
+		name:          "river",
+		order:         90,
+		needsPostgres: true,
+		help: "the durable queue on the PostgreSQL of -store (durable/pgstore; postgres:// only, left out of all otherwise) vs " +
+			"riverqueue/river v0.51.2 (pgx driver) on the same server, in the runtime column, both in a scratch database dropped afterwards, " +
+			"100-byte payloads, K=-pending/50 jobs (100 to 20k): inserts/s from 8 producers, due in an hour, one at a time " +
+			"(our Queue.Enqueue, River's Insert) and in batches of 100 (pgstore's EnqueueTx in a transaction, River's InsertMany); " +
+			"jobs worked/s with 8 workers, due already (durable's Run; a River client with MaxWorkers 8, until River reports them completed), " +
+			"against River's default fetching (FetchCooldown 100ms, FetchPollInterval 1s: at most 8 jobs per 100ms, so on min(K, 800) jobs) " +
+			"and its fastest (both at 1ms); SQL statements per message of each (BEGIN and COMMIT included, counted by a pgx tracer on the pools: " +
+			"this process's statements only, River's background work included), and ours split by store method (Claim, Confirm, Ack, others); lateness p50/p99/max and early starts with 8 workers, " +
+			"min(K, 2000) jobs over min(2s, -window), written in batches of 100 (ours: due vs when the handler starts; River: ScheduledAt " +
+			"vs when Work starts), against River with default and fastest fetching",
+		timers: func(*options) int { return 0 }, // the messages are in PostgreSQL
+		run:    runRiver,
+	})
+}
+
+// Units that only the river scenario uses.
+const (
+	unitStatementsMsg = "statements/msg"
+	unitJobsSec       = "jobs/s"
+)
+
+// riverWorkers is the concurrency of both sides: producers, workers.
+const riverWorkers = 8
+
+// riverBatch is the size of a batch of the batch figures.
+const riverBatch = 100
+
+// riverSlowCount is the most jobs River works with its default fetching
+// in the jobs-worked figure: at its 80 jobs a second, 10 seconds.
+const riverSlowCount = 800
+
+// riverCount is the number of messages of the enqueue and jobs-worked
+// figures: -pending/50, between 100 and 20k, as asynq's.
+func riverCount(o *options) int { return asynqCount(o) }
+
+// riverLateCount is the number of messages of the lateness figures.
+func riverLateCount(o *options) int { return min(riverCount(o), 2000) }
+
+// runRiver measures the durable queue on PostgreSQL (pgstore) and River
+// on the same server, ours first then River for each figure, in a scratch
+// database that it drops at the end, each figure in queues of its own.
+func runRiver(e *env) (rows []row, err error) {
+	if !isPostgresURL(e.opts.store) {
+		return nil, errors.New(needsPostgresError("river"))
+	}
+	scratch, err := newPgScratch(e.opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, scratch.drop()) }()
+	m := &pgMeter{}
+	mo := *scratch.o
+	mo.pgMeter = m
+	mo.pgWarm = true
+	o := &mo
+	// Our queues are named after dirs (see runQueueName) that nothing
+	// creates: pgstore keeps nothing in them.
+	root := "/twbench-river/" + scratch.name
+	ctx := context.Background()
+	b, err := newRiverBench(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer b.close()
+
+	k := riverCount(o)
+	ks := "K=" + formatCount(k)
+	const vs = " (vs River)"
+
+	// Enqueues, one at a time and in batches.
+	oursOne, oursOneSQL, err := durableEnqueue(o, root+"/enqueue", riverWorkers, k, m)
+	if err != nil {
+		return nil, fmt.Errorf("ours, enqueue: %w", err)
+	}
+	theirOne, theirOneSQL, err := b.insertRate(ctx, "enqueue", riverWorkers, k, 1, m)
+	if err != nil {
+		return nil, fmt.Errorf("river, insert: %w", err)
+	}
+	oursMany, oursManySQL, err := pgBatchEnqueue(o, root+"/batch", riverWorkers, k, riverBatch, m)
+	if err != nil {
+		return nil, fmt.Errorf("ours, EnqueueTx: %w", err)
+	}
+	theirMany, theirManySQL, err := b.insertRate(ctx, "batch", riverWorkers, k, riverBatch, m)
+	if err != nil {
+		return nil, fmt.Errorf("river, InsertMany: %w", err)
+	}
+	of := fmt.Sprintf(", %d producers, %s", riverWorkers, ks)
+	batchOf := fmt.Sprintf(", batches of %d", riverBatch)
+	rows = append(rows,
+		both("enqueue 1 at a time"+of+", due in 1h"+vs, unitEnqueuesSec, oursOne, theirOne),
+		both("enqueue"+batchOf+of+", due in 1h"+vs, unitEnqueuesSec, oursMany, theirMany),
+		both("SQL statements per enqueue, 1 at a time"+of+vs, unitStatementsMsg, perMsg(oursOneSQL, k), perMsg(theirOneSQL, k)),
+		both("SQL statements per enqueue"+batchOf+of+vs, unitStatementsMsg, perMsg(oursManySQL, k), perMsg(theirManySQL, k)))
+
+	// Jobs worked, due already.
+	oursRun, oursRunSQL, calls, err := pgWorked(o, root+"/worked", k, m)
+	if err != nil {
+		return nil, fmt.Errorf("ours, worked: %w", err)
+	}
+	slow := min(k, riverSlowCount)
+	for _, v := range []struct {
+		queue, label string
+		n            int
+		fetch        riverFetch
+	}{
+		{"worked_default", fmt.Sprintf(" (vs River defaults, K=%s)", formatCount(slow)), slow, riverDefaults},
+		{"worked_fast", " (vs River 1ms fetch)", k, riverTuned},
+	} {
+		giveUp, cancel := context.WithTimeout(ctx, durableGiveUp)
+		theirs, theirSQL, err := b.workRate(giveUp, v.queue, riverWorkers, v.n, v.fetch, m)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("river, %s: %w", v.queue, err)
+		}
+		rows = append(rows,
+			both(fmt.Sprintf("jobs worked, %d workers, %s", riverWorkers, ks)+v.label, unitJobsSec, oursRun, theirs),
+			both("SQL statements per job worked"+v.label, unitStatementsMsg, perMsg(oursRunSQL, k), perMsg(theirSQL, v.n)))
+	}
+	// Ours only: what the statements of a job worked do.
+	rows = append(rows,
+		oursOnly("of which Claim (ours, one statement each)", unitStatementsMsg, perMsg(calls.claims, k)),
+		oursOnly("of which Confirm (ours)", unitStatementsMsg, perMsg(calls.confirms, k)),
+		oursOnly("of which Ack (ours)", unitStatementsMsg, perMsg(calls.acks, k)),
+		oursOnly("of which Extend, Release, Retry, Expired (ours)", unitStatementsMsg, perMsg(calls.others, k)))
+
+	// Lateness.
+	lk, win := riverLateCount(o), durableWindow(o)
+	ours, err := runLateness(o, root+"/lateness", riverWorkers, lk, win)
+	if err != nil {
+		return nil, fmt.Errorf("ours, lateness: %w", err)
+	}
+	lateOf := fmt.Sprintf(", %d workers, K=%s over %v", riverWorkers, formatCount(lk), win)
+	for _, v := range []struct {
+		queue, label string
+		fetch        riverFetch
+	}{
+		{"lateness_default", " (vs River defaults)", riverDefaults},
+		{"lateness_fast", " (vs River 1ms fetch)", riverTuned},
+	} {
+		giveUp, cancel := context.WithTimeout(ctx, win+durableGiveUp)
+		theirs, err := b.lateness(giveUp, v.queue, riverWorkers, lk, win, v.fetch)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("river, %s: %w", v.queue, err)
+		}
+		p := func(late []time.Duration, q float64) float64 { return millis(durablebench.Percentile(late, q)) }
+		rows = append(rows,
+			both("lateness p50"+lateOf+v.label, unitMillis, p(ours, 0.50), p(theirs, 0.50)),
+			both("lateness p99"+lateOf+v.label, unitMillis, p(ours, 0.99), p(theirs, 0.99)),
+			both("lateness max"+lateOf+v.label, unitMillis, millis(ours[len(ours)-1]), millis(theirs[len(theirs)-1])),
+			both("started before due"+lateOf+v.label, unitCount, float64(countEarly(ours)), float64(countEarly(theirs))))
+	}
+	return rows, nil
+}
+
+// pgWorked preloads a new pgstore queue of dir with k messages due now,
+// and returns the jobs worked per second of Run with riverWorkers workers
+// taking them all (durablebench.RunRate: until Run returns, every ack
+// written), with the statements that took (counted by m) and the store
+// calls, the preload left out; it checks that none is left.
+func pgWorked(o *options, dir string, k int, m meter) (rate float64, statements int64, calls storeCalls, err error) {
+	ps, err := openPgStore(o, runQueueName(dir))
+	if err != nil {
+		return 0, 0, calls, err
+	}
+	s := &countingPgStore{pgStore: ps}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	q, err := durable.New(s)
+	if err != nil {
+		return 0, 0, calls, err
+	}
+	defer func() { err = errors.Join(err, q.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), durableGiveUp)
+	defer cancel()
+	if err := durablebench.Preload(ctx, q, "m", k, durablePayload, func(int) time.Time { return time.Time{} }); err != nil {
+		return 0, 0, calls, fmt.Errorf("preload: %w", err)
+	}
+	before := s.calls()
+	err = metered(ctx, m, &statements, func() (err error) {
+		rate, err = durablebench.RunRate(ctx, q, riverWorkers, k)
+		return err
+	})
+	calls = s.calls().since(before)
+	if err != nil {
+		return 0, 0, calls, giveUpError(ctx, err)
+	}
+	if st, err := q.Stats(ctx); err != nil || st.Pending+st.InFlight+st.Dead != 0 {
+		return 0, 0, calls, fmt.Errorf("stats after all %d were worked: %+v, %v", k, st, err)
+	}
+	return rate, statements, calls, nil
+}
+
+// pgBatchEnqueue returns the enqueues per second of producers goroutines
+// writing n messages due in an hour to a new pgstore queue of dir, in
+// transactions of batch messages each (pool.Begin, Store.EnqueueTx,
+// Commit), with the statements they took (counted by m), and checks that
+// they are all there.
+func pgBatchEnqueue(o *options, dir string, producers, n, batch int, m meter) (rate float64, statements int64, err error) {
+	s, err := openPgStore(o, runQueueName(dir))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	ctx := context.Background()
+	body := make([]byte, durablePayload)
+	due := time.Now().Add(time.Hour)
+	var next atomic.Int64
+	var took time.Duration
+	err = metered(ctx, m, &statements, func() error {
+		start := time.Now()
+		err := parallel(producers, func() error {
+			msgs := make([]durable.Message, 0, batch)
+			for {
+				lo := int(next.Add(int64(batch))) - batch
+				if lo >= n {
+					return nil
+				}
+				msgs = msgs[:0]
+				for i := lo; i < min(lo+batch, n); i++ {
+					msgs = append(msgs, durable.Message{ID: durablebench.ID("m", i), Payload: body, Due: due})
+				}
+				if err := enqueueTx(ctx, s, msgs); err != nil {
+					return err
+				}
+			}
+		})
+		took = time.Since(start)
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	if st, err := s.Stats(ctx); err != nil || st.Pending != n {
+		return 0, 0, fmt.Errorf("stats after %d enqueues: %+v, %v", n, st, err)
+	}
+	return float64(n) / took.Seconds(), statements, nil
+}
+
+// enqueueTx writes msgs with EnqueueTx in a transaction of their own.
+func enqueueTx(ctx context.Context, s pgStore, msgs []durable.Message) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.EnqueueTx(ctx, tx, msgs...); err != nil {
+		return errors.Join(err, tx.Rollback(ctx))
+	}
+	return tx.Commit(ctx)
+}
+
+// runLateness opens a queue on a new pgstore queue of dir, runs it with
+// workers handlers (Queue.Run), writes n messages due at random instants
+// spread over window after a lead time (see spreadDue), from
+// durableConsumers producers in transactions of riverBatch (EnqueueTx, as
+// another process would: the queue learns of them from the store's
+// notifications), and returns how late after its due time each handler
+// started, sorted: negative for those started early.
+func runLateness(o *options, dir string, workers, n int, window time.Duration) (late []time.Duration, err error) {
+	s, err := openPgStore(o, runQueueName(dir))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, s.Close()) }()
+	q, err := durable.New(s)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, q.Close()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), window+durableGiveUp)
+	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+
+	late = make([]time.Duration, 0, n)
+	var mu sync.Mutex
+	all := make(chan struct{})
+	ran := make(chan error, 1)
+	go func() {
+		ran <- q.Run(runCtx, workers, func(_ context.Context, d *durable.Delivery) error {
+			l := time.Since(d.Due)
+			mu.Lock()
+			defer mu.Unlock()
+			late = append(late, l)
+			if len(late) == n {
+				close(all)
+			}
+			return nil
+		})
+	}()
+
+	lead, dueOf := spreadDue(n, window)
+	first := dueOf(-1)
+	body := make([]byte, durablePayload)
+	var next atomic.Int64
+	err = parallel(durableConsumers, func() error {
+		msgs := make([]durable.Message, 0, riverBatch)
+		for {
+			lo := int(next.Add(riverBatch)) - riverBatch
+			if lo >= n {
+				return nil
+			}
+			msgs = msgs[:0]
+			for i := lo; i < min(lo+riverBatch, n); i++ {
+				msgs = append(msgs, durable.Message{ID: durablebench.ID("m", i), Payload: body, Due: dueOf(i)})
+			}
+			if err := enqueueTx(ctx, s, msgs); err != nil {
+				return err
+			}
+		}
+	})
+	if err == nil {
+		if over := time.Since(first); over > 0 {
+			err = fmt.Errorf("enqueueing %d messages took %v longer than the %v allowed", n, over, lead)
+		}
+	}
+	if err == nil {
+		select {
+		case <-all:
+		case <-ctx.Done():
+		}
+	}
+	stop()
+	if err := errors.Join(err, <-ran); err != nil {
+		return nil, giveUpError(ctx, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(late) < n {
+		return nil, fmt.Errorf("%d of %d messages handled: %w", len(late), n, ctx.Err())
+	}
+	slices.Sort(late)
+	return late, nil
+}

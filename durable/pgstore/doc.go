@@ -45,8 +45,8 @@
 //
 // # Statements
 //
-// Every method is one SQL statement, one round trip, atomic on its own;
-// none holds a lock between statements:
+// Every method is one SQL statement (AdvanceSeries one transaction), one
+// round trip, atomic on its own; none holds a lock between statements:
 //
 //   - Enqueue: one INSERT ... ON CONFLICT DO UPDATE for up to 1000
 //     messages (16 MiB); a larger batch is several in one transaction.
@@ -57,17 +57,26 @@
 //     other), makes them in flight with a new token each, and returns
 //     them with the database's now, the next due time and deadline, and a
 //     count of what is left due.
-//   - Confirm (only for a lease claimed ahead or held), Ack, Retry,
-//     Release, Extend: one UPDATE or DELETE by primary key, token and
-//     state each; no row matched is durable.ErrLeaseLost. Ack deletes the
-//     row.
+//   - Retry, Release, Extend: one UPDATE by primary key, token and state
+//     each; no row matched is durable.ErrLeaseLost.
+//   - Ack and Confirm (only for a lease claimed ahead or held): the same,
+//     a DELETE and an UPDATE, but the calls made at the same time share
+//     one statement: while one statement of acks (or of confirmations) is
+//     under way, the calls that arrive wait and then go together in the
+//     next, one statement for up to 500, as a group commit does. A lone
+//     call waits for nothing but its own statement; each call gets its own
+//     outcome (ErrLeaseLost for a lease that is not current).
+//   - AdvanceSeries (Queue.Schedule): one transaction that locks the
+//     series' row. Series, ListSeries, DeleteSeries: one statement.
 //   - Cancel, Requeue, Get: one statement by primary key. Expired, List,
 //     DeadLetters: one index range scan. Stats counts the queue's entries
 //     of each state's index: O(n).
 //
-// A delivery thus costs the database one statement to claim (shared by
-// the messages of a claim) and one to ack, plus one to confirm if it was
-// claimed ahead of its due time.
+// A delivery thus costs the database a share of one statement to claim
+// (shared by the messages of a claim), and at most one to ack, plus at
+// most one to confirm if it was claimed ahead of its due time or held;
+// under a Run with several workers, the acks and confirmations share
+// statements too.
 //
 // # Time
 //

@@ -12,18 +12,6 @@ import (
 // flight), which changes nothing when the lease is not current: then the
 // method returns durable.ErrLeaseLost.
 
-// confirmSQL hands out a lease claimed ahead.
-//
-//	$1 queue, $2 id, $3 token
-const confirmSQL = `UPDATE {T} SET held = false
-WHERE queue = $1::text AND id = $2::bytea AND token = $3::bigint AND state = 2`
-
-// ackSQL deletes the message of a lease.
-//
-//	$1 queue, $2 id, $3 token
-const ackSQL = `DELETE FROM {T}
-WHERE queue = $1::text AND id = $2::bytea AND token = $3::bigint AND state = 2`
-
 // extendSQL moves the deadline of a lease to $4 µs from now.
 //
 //	$1 queue, $2 id, $3 token, $4 by (µs)
@@ -86,14 +74,33 @@ gone AS (
 )
 SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM gone)`
 
-// Confirm implements durable.Store: one statement.
+// Confirm implements durable.Store: one statement, shared with the
+// confirmations of other goroutines under way at the same time (see
+// batcher).
 func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
-	return s.exec(ctx, "confirm", s.sql.confirm, id, token)
+	return s.batched(ctx, &s.confirms, id, token)
 }
 
-// Ack implements durable.Store: one statement, which deletes the row.
+// Ack implements durable.Store: one statement, which deletes the row,
+// shared with the acks of other goroutines under way at the same time
+// (see batcher).
 func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
-	return s.exec(ctx, "ack", s.sql.ack, id, token)
+	return s.batched(ctx, &s.acks, id, token)
+}
+
+// batched runs the call on lease (id, token) through b.
+func (s *Store) batched(ctx context.Context, b *batcher, id string, token uint64) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	tok, ok := tokenArg(token)
+	if !ok {
+		return durable.ErrLeaseLost
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return b.do(ctx, s, id, tok)
 }
 
 // Extend implements durable.Store: one statement. by is rounded up to the

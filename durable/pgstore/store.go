@@ -48,6 +48,8 @@ type Store struct {
 
 	closed atomic.Bool
 	wake   notifier
+
+	acks, confirms batcher // see batch.go
 }
 
 var (
@@ -84,6 +86,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, queue string, opts ...Option) 
 	}
 	s := &Store{pool: pool, queue: queue, opts: o, channel: channelName(o.schema, queue)}
 	s.sql = newStatements(newNames(o.schema))
+	s.acks = batcher{op: "ack", sql: s.sql.ackMany}
+	s.confirms = batcher{op: "confirm", sql: s.sql.confirmMany}
 	s.wake.init(s)
 	return s, nil
 }

@@ -1,0 +1,209 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// statementCounter counts the statements of a pool whose text contains
+// a marker.
+type statementCounter struct {
+	marker string
+	n      atomic.Int64
+}
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, c.marker) {
+		c.n.Add(1)
+	}
+	return ctx
+}
+
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// tracedPool returns a pool on the package's server whose statements of
+// many leases are counted.
+func tracedPool(t *testing.T) (*pgxpool.Pool, *statementCounter) {
+	t.Helper()
+	testPool(t) // skips without PostgreSQL
+	cfg, err := pgxpool.ParseConfig(server.connString() + " pool_max_conns=20")
+	require.NoError(t, err)
+	counter := &statementCounter{marker: "unnest($2::bytea[], $3::bigint[])"}
+	cfg.ConnConfig.Tracer = counter
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool, counter
+}
+
+// claimAll enqueues n messages due now and claims them all.
+func claimAll(t *testing.T, s *Store, n int) []durable.Lease {
+	t.Helper()
+	msgs := make([]durable.Message, n)
+	for i := range msgs {
+		msgs[i] = durable.Message{ID: fmt.Sprintf("m%04d", i), Payload: []byte("p")}
+	}
+	require.NoError(t, s.Enqueue(ctx, msgs))
+	var leases []durable.Lease
+	for len(leases) < n {
+		c, err := s.Claim(ctx, durable.ClaimParams{Limit: n - len(leases), Lease: time.Minute})
+		require.NoError(t, err)
+		require.NotEmpty(t, c.Leases, "claimed %d of %d", len(leases), n)
+		leases = append(leases, c.Leases...)
+	}
+	return leases
+}
+
+// Acks and confirmations made at the same time share statements, and
+// each still gets its own outcome: a current lease is acked, a stale
+// token is refused, and of two acks of one lease exactly one wins.
+func TestConcurrentAcksShareStatements(t *testing.T) {
+	pool, counter := tracedPool(t)
+	s := openStore(t, pool, freshQueue())
+	const n = 300
+	leases := claimAll(t, s, n)
+
+	var (
+		wg                sync.WaitGroup
+		acked, lost, dups atomic.Int64
+		errs              = make(chan error, 3*n)
+	)
+	start := make(chan struct{})
+	call := func(f func() error, onLost *atomic.Int64) {
+		defer wg.Done()
+		<-start
+		switch err := f(); err {
+		case nil:
+			acked.Add(1)
+		case durable.ErrLeaseLost:
+			onLost.Add(1)
+		default:
+			errs <- err
+		}
+	}
+	for i, l := range leases {
+		wg.Add(1)
+		go call(func() error { return s.Ack(ctx, l.ID, l.Token) }, &dups)
+		if i%3 == 0 { // a second ack of the same lease
+			wg.Add(1)
+			go call(func() error { return s.Ack(ctx, l.ID, l.Token) }, &dups)
+		}
+		if i%5 == 0 { // a token the message never had
+			wg.Add(1)
+			go call(func() error { return s.Ack(ctx, l.ID, l.Token+1<<40) }, &lost)
+		}
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	assert.EqualValues(t, n, acked.Load(), "every lease acked once")
+	assert.EqualValues(t, (n+2)/3, dups.Load(), "one of the two acks of a lease loses")
+	assert.EqualValues(t, (n+4)/5, lost.Load(), "a stale token is refused")
+	calls := int64(n + (n+2)/3 + (n+4)/5)
+	assert.Less(t, counter.n.Load(), calls, "concurrent acks share statements")
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, st.Pending+st.InFlight+st.Dead, "nothing left")
+	t.Logf("%d ack calls in %d statements", calls, counter.n.Load())
+}
+
+// A confirmation goes through its own batcher: a held lease confirmed by
+// many goroutines at once is handed out once each, and an Enqueue that
+// replaced a message before its Confirm makes that Confirm fail.
+func TestConcurrentConfirms(t *testing.T) {
+	s := newStore(t)
+	const n = 100
+	msgs := make([]durable.Message, n)
+	for i := range msgs {
+		msgs[i] = durable.Message{ID: fmt.Sprintf("h%03d", i), Payload: []byte("old")}
+	}
+	require.NoError(t, s.Enqueue(ctx, msgs))
+	c, err := s.Claim(ctx, durable.ClaimParams{Limit: n, Held: n, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, n)
+	for _, l := range c.Leases {
+		require.True(t, l.Ahead, "held leases wait for Confirm")
+	}
+	replaced := map[string]bool{}
+	for i := 0; i < n; i += 4 {
+		id := c.Leases[i].ID
+		replaced[id] = true
+		require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: id, Payload: []byte("new")}}))
+	}
+	var wg sync.WaitGroup
+	results := make([]error, n)
+	for i, l := range c.Leases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = s.Confirm(ctx, l.ID, l.Token)
+		}()
+	}
+	wg.Wait()
+	for i, l := range c.Leases {
+		if replaced[l.ID] {
+			assert.ErrorIs(t, results[i], durable.ErrLeaseLost, "%s was replaced before its Confirm", l.ID)
+		} else {
+			assert.NoError(t, results[i], l.ID)
+		}
+	}
+	// Confirmed leases are handed out: Cancel now finds them in flight.
+	for _, l := range c.Leases {
+		_, err := s.Cancel(ctx, l.ID)
+		if replaced[l.ID] {
+			assert.NoError(t, err, "%s is pending again", l.ID)
+		} else {
+			assert.ErrorIs(t, err, durable.ErrInFlight, l.ID)
+		}
+	}
+}
+
+// A call whose context has ended returns at once with its error, and the
+// calls batched with it are not failed by it.
+func TestBatchedCallsKeepTheirOwnContexts(t *testing.T) {
+	s := newStore(t)
+	leases := claimAll(t, s, 40)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	assert.ErrorIs(t, s.Ack(cancelled, leases[0].ID, leases[0].Token), context.Canceled)
+
+	var wg sync.WaitGroup
+	errs := make([]error, len(leases))
+	for i, l := range leases[1:] {
+		c := ctx
+		if i%2 == 0 {
+			var stop context.CancelFunc
+			c, stop = context.WithCancel(ctx)
+			defer stop()
+			go stop() // ends while the call waits or runs: it may or may not ack
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i+1] = s.Ack(c, l.ID, l.Token)
+		}()
+	}
+	wg.Wait()
+	for i := 1; i < len(leases); i++ {
+		if (i-1)%2 == 1 {
+			assert.NoError(t, errs[i], "a call with a live context is not failed by another's")
+		} else if errs[i] != nil {
+			assert.ErrorIs(t, errs[i], context.Canceled)
+		}
+	}
+}

@@ -38,6 +38,7 @@ const (
 	childOrderEnv  = "PGSTORE_TEST_ORDER"  // order ID (ordertx)
 	childPointEnv  = "PGSTORE_TEST_POINT"  // where to stop (ordertx)
 	childDueEnv    = "PGSTORE_TEST_DUE"    // due time of the order's timeout, Unix ns (ordertx)
+	childDelayEnv  = "PGSTORE_TEST_DELAY"  // how long each handler takes (runner), in ns
 )
 
 // Settings of the consumer processes: receivers (Receive) or workers (Run)
@@ -234,7 +235,8 @@ func runProducer() error {
 //	L id                                         (its Ack returned ErrLeaseLost)
 //	E id error                                   (its Ack failed otherwise)
 //
-// With Run, the handler writes D and returns nil, and the queue's observer
+// With Run, the handler writes D and returns nil after PGSTORE_TEST_DELAY
+// (if set), and the queue's observer
 // writes A and L as Run's acks are written.
 func runConsumer(run bool) error {
 	vis, err := envInt(childVisEnv)
@@ -276,8 +278,10 @@ func runConsumer(run bool) error {
 	}
 	defer q.Close()
 	if run {
+		delay, _ := envInt(childDelayEnv) // none if unset
 		err := q.Run(c, childReceivers, func(_ context.Context, d *durable.Delivery) error {
 			lw.write("D %s %d %d %d %d %s\n", d.ID, d.Attempt, d.Due.UnixNano(), time.Now().UnixNano(), d.Deadline.UnixNano(), d.Payload)
+			time.Sleep(time.Duration(delay))
 			return nil
 		})
 		return errors.Join(err, lw.err())

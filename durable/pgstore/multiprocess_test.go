@@ -194,7 +194,7 @@ func TestConsumerKilled(t *testing.T) {
 				// the database's, give or take the time of a claim's
 				// round trip: hence the slack, well below the
 				// visibility timeout.
-				assert.False(t, d.recv.Before(prev.deadline.Add(-300*time.Millisecond)),
+				assert.False(t, d.recv.Before(prev.deadline.Add(-500*time.Millisecond)),
 					"%s delivered again %v before the lease of the first delivery expired", id, prev.deadline.Sub(d.recv))
 				// And counted from the first hand-out: the lease ran
 				// from the message's claim or due time, which a

@@ -28,6 +28,9 @@ var (
 var ctx = context.Background()
 
 func TestMain(m *testing.M) {
+	if runChild() { // a child process of a multi-process test: it exits
+		return
+	}
 	os.Exit(runTests(m))
 }
 

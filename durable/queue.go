@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -132,26 +133,68 @@ func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
 	return q, nil
 }
 
-// Enqueue writes m, replacing the message with the same ID if there is
-// one (whatever its state: a delivery of the old one loses its lease).
-// Once it returns nil, m is in the store (on disk for Open with
-// SyncAlways). A message breaking a limit gets an error wrapping
-// ErrInvalidMessage, and nothing is written.
-func (q *Queue) Enqueue(ctx context.Context, m Message) error {
-	if err := m.Validate(); err != nil {
+// Enqueue writes msgs (one or more) as pending messages; all or none is
+// written (per shard on a sharded store). An ID held already is replaced,
+// whatever its state: a delivery of the old message loses its lease. Once
+// it returns nil, the messages are in the store (on disk for Open with
+// SyncAlways), and receivers waiting in this process and in others wake
+// for them as for one message. An empty call is a no-op. A batch with a
+// message breaking a limit, or with two messages of one ID, gets an error
+// wrapping ErrInvalidMessage, and nothing is written.
+func (q *Queue) Enqueue(ctx context.Context, msgs ...Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := validateBatch(msgs); err != nil {
 		return err
 	}
-	held := q.heldAhead(m.ID)
-	err := q.call(func() error { return q.store.Enqueue(ctx, []Message{m}) })
+	held := make([]*Delivery, len(msgs))
+	for i := range msgs {
+		held[i] = q.heldAhead(msgs[i].ID)
+	}
+	err := q.call(func() error { return q.store.Enqueue(ctx, msgs) })
 	if err != nil {
 		return err
 	}
-	// A receiver of this process that held the old version since before
+	// A receiver of this process that held an old version since before
 	// the write stops waiting for it: the store took it back, and its
 	// Confirm would fail. One that claimed since holds the new version.
-	q.revokeIfHeld(m.ID, held)
-	q.wakeAt(m.Due)
-	q.observe(Event{Kind: EventEnqueued, ID: m.ID})
+	earliest := msgs[0].Due
+	for i := range msgs {
+		q.revokeIfHeld(msgs[i].ID, held[i])
+		if msgs[i].Due.Before(earliest) {
+			earliest = msgs[i].Due
+		}
+	}
+	q.wakeAt(earliest)
+	for i := range msgs {
+		q.observe(Event{Kind: EventEnqueued, ID: msgs[i].ID})
+	}
+	return nil
+}
+
+// validateBatch checks each message of msgs (Message.Validate), and that
+// no ID appears twice: a batch is refused whole.
+func validateBatch(msgs []Message) error {
+	var seen map[string]int
+	if len(msgs) > 1 {
+		seen = make(map[string]int, len(msgs))
+	}
+	for i := range msgs {
+		if err := msgs[i].Validate(); err != nil {
+			if len(msgs) == 1 {
+				return err
+			}
+			return fmt.Errorf("message %d of the batch: %w", i, err)
+		}
+		if seen == nil {
+			continue
+		}
+		if j, dup := seen[msgs[i].ID]; dup {
+			return fmt.Errorf("%w: messages %d and %d of the batch have the same ID %q", ErrInvalidMessage, j, i, msgs[i].ID)
+		}
+		seen[msgs[i].ID] = i
+	}
 	return nil
 }
 

@@ -11,13 +11,14 @@ import (
 )
 
 // Acks and confirmations of leases are many, small and concurrent (each
-// worker of a Queue's Run acks its message, and confirms the next): each
-// kind goes through a batcher, which sends the calls that arrive while one
-// of its statements is under way together, in one statement, as a
-// database's group commit does for commits. A lone call waits for nothing
-// but its own statement.
+// worker of a Queue's Run acks its message, and confirms the next), and
+// so are the enqueues of many producers: each kind goes through a
+// coalescer, which sends the calls that arrive while one of its
+// statements is under way together, in one statement, as a database's
+// group commit does for commits. A lone call waits for nothing but its
+// own statement.
 //
-// The first call finds the batcher idle and leads: it takes every call
+// The first call finds the coalescer idle and leads: it takes every call
 // waiting (itself included), runs them as one statement, and, if more
 // have arrived meanwhile, hands the lead to the first of them and returns.
 // So no caller serves others for longer than one statement after its own.
@@ -35,165 +36,183 @@ const confirmManySQL = `UPDATE {T} t SET held = false FROM unnest($2::bytea[], $
 WHERE t.queue = $1::text AND t.id = a.id AND t.token = a.token AND t.state = 2
 RETURNING t.token`
 
-// maxBatch bounds the calls of one statement.
+// maxBatch bounds the calls of one statement of many leases.
 const maxBatch = 500
 
-// A batcher sends the calls of one statement of many leases.
-type batcher struct {
-	op  string // for errors: "ack", "confirm"
-	sql string // of many leases: $1 queue, $2 ids, $3 tokens
+// A coalescer sends the calls of one kind that arrive while one of its
+// statements is under way together, in the next statement. take picks
+// the calls of a statement among those waiting, in order, and send runs
+// the statement and gives each call its outcome (call.err).
+type coalescer[T any] struct {
+	take func(waiting []*call[T]) (batch, rest []*call[T])
+	send func(batch []*call[T])
 
 	mu      sync.Mutex
 	busy    bool // a leader is running a statement
-	waiting []*leaseCall
+	waiting []*call[T]
 }
 
-// A leaseCall is one caller's lease, waiting in a batcher.
-type leaseCall struct {
-	ctx   context.Context
-	id    []byte
-	token int64
-	done  chan error    // the outcome
-	lead  chan struct{} // closed when the call is to lead the next statement
+// A call is one caller's request, waiting in a coalescer.
+type call[T any] struct {
+	ctx  context.Context
+	arg  T
+	err  error         // the outcome, set by send
+	done chan struct{} // closed once err is set
+	lead chan struct{} // closed when the call is to lead the next statement
 }
 
-// do runs the call of lease (id, token) in a statement of b, with others.
-func (b *batcher) do(ctx context.Context, s *Store, id string, token int64) error {
-	c := &leaseCall{ctx: ctx, id: []byte(id), token: token, done: make(chan error, 1), lead: make(chan struct{})}
-	b.mu.Lock()
-	b.waiting = append(b.waiting, c)
-	leading := !b.busy
-	b.busy = true
-	b.mu.Unlock()
+// do runs arg in a statement of c, with other calls, and returns its
+// outcome.
+func (c *coalescer[T]) do(ctx context.Context, arg T) error {
+	me := &call[T]{ctx: ctx, arg: arg, done: make(chan struct{}), lead: make(chan struct{})}
+	c.mu.Lock()
+	c.waiting = append(c.waiting, me)
+	leading := !c.busy
+	c.busy = true
+	c.mu.Unlock()
 	if !leading {
 		select {
-		case err := <-c.done:
-			return err
-		case <-c.lead:
+		case <-me.done:
+			return me.err
+		case <-me.lead:
 		case <-ctx.Done():
 			// The call may still run in a statement: it did or did not
 			// happen, as with a statement whose context ends.
-			if b.leave(c) {
+			if c.leave(me) {
 				return ctx.Err()
 			}
 			select {
-			case err := <-c.done:
-				return err
-			case <-c.lead:
+			case <-me.done:
+				return me.err
+			case <-me.lead:
 			}
 		}
 	}
-	b.runBatch(s)
-	return <-c.done
+	c.runBatch()
+	<-me.done
+	return me.err
 }
 
-// leave takes c out of the waiting calls if it is still there and was
-// not given the lead (which is given under b.mu), and reports whether it
+// leave takes me out of the waiting calls if it is still there and was
+// not given the lead (which is given under c.mu), and reports whether it
 // did.
-func (b *batcher) leave(c *leaseCall) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+func (c *coalescer[T]) leave(me *call[T]) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	select {
-	case <-c.lead:
-		return false // c must lead: the others wait for it
+	case <-me.lead:
+		return false // me must lead: the others wait for it
 	default:
 	}
-	i := slices.Index(b.waiting, c)
+	i := slices.Index(c.waiting, me)
 	if i < 0 {
 		return false
 	}
-	b.waiting = slices.Delete(b.waiting, i, i+1)
+	c.waiting = slices.Delete(c.waiting, i, i+1)
 	return true
 }
 
-// runBatch, run by the leader, sends the calls waiting as one statement,
-// gives each its outcome, and passes the lead on.
-func (b *batcher) runBatch(s *Store) {
-	b.mu.Lock()
-	batch := b.take()
-	b.mu.Unlock()
+// runBatch, run by the leader, sends the calls waiting that take picks
+// as one statement, and passes the lead on to the first call left.
+func (c *coalescer[T]) runBatch() {
+	c.mu.Lock()
+	batch, rest := c.take(c.waiting)
+	c.waiting = rest
+	c.mu.Unlock()
 
-	err := b.send(s, batch)
-	for _, c := range batch {
-		c.done <- err[c]
+	c.send(batch)
+	for _, b := range batch {
+		close(b.done)
 	}
 
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.waiting) == 0 {
-		b.busy = false
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.waiting) == 0 {
+		c.busy = false
 		return
 	}
-	close(b.waiting[0].lead)
+	close(c.waiting[0].lead)
 }
 
-// take removes from the waiting calls those of the next statement: up to
-// maxBatch, one per token (a second call on the same lease waits for the
-// next statement, which then finds the lease ended, as it would one
-// statement after the other).
-func (b *batcher) take() []*leaseCall {
-	seen := make(map[int64]bool, len(b.waiting))
-	var batch, rest []*leaseCall
-	for _, c := range b.waiting {
-		if len(batch) < maxBatch && !seen[c.token] {
-			seen[c.token] = true
+// A lease is the argument of an ack or a confirmation.
+type lease struct {
+	id    []byte
+	token int64
+}
+
+// newLeaseCoalescer returns the coalescer of the statement sql of many
+// leases ($1 queue, $2 ids, $3 tokens, returning the tokens of the leases
+// it changed), for the operation op.
+func newLeaseCoalescer(s *Store, op, sql string) *coalescer[lease] {
+	return &coalescer[lease]{
+		take: takeLeases,
+		send: func(batch []*call[lease]) { sendLeases(s, op, sql, batch) },
+	}
+}
+
+// takeLeases picks up to maxBatch calls, one per token: a second call on
+// the same lease waits for the next statement, which then finds the lease
+// ended, as it would one statement after the other.
+func takeLeases(waiting []*call[lease]) (batch, rest []*call[lease]) {
+	seen := make(map[int64]bool, len(waiting))
+	for _, c := range waiting {
+		if len(batch) < maxBatch && !seen[c.arg.token] {
+			seen[c.arg.token] = true
 			batch = append(batch, c)
 		} else {
 			rest = append(rest, c)
 		}
 	}
-	b.waiting = rest
-	return batch
+	return batch, rest
 }
 
-// send runs the statement of batch and returns each call's outcome:
-// nil if its lease was current, ErrLeaseLost if not, or the statement's
-// error.
-func (b *batcher) send(s *Store, batch []*leaseCall) map[*leaseCall]error {
-	slices.SortFunc(batch, func(x, y *leaseCall) int { return bytes.Compare(x.id, y.id) })
+// sendLeases runs sql for the leases of batch: a call's outcome is nil if
+// its lease was current, ErrLeaseLost if not, or the statement's error.
+func sendLeases(s *Store, op, sql string, batch []*call[lease]) {
+	slices.SortFunc(batch, func(x, y *call[lease]) int { return bytes.Compare(x.arg.id, y.arg.id) })
 	ids := make([][]byte, len(batch))
 	tokens := make([]int64, len(batch))
 	for i, c := range batch {
-		ids[i], tokens[i] = c.id, c.token
+		ids[i], tokens[i] = c.arg.id, c.arg.token
 	}
 	ctx, cancel := batchContext(batch)
 	defer cancel()
-	out := make(map[*leaseCall]error, len(batch))
-	fail := func(err error) map[*leaseCall]error {
+	fail := func(err error) {
 		for _, c := range batch {
-			out[c] = wrap(b.op, err)
+			c.err = wrap(op, err)
 		}
-		return out
 	}
-	rows, err := s.pool.Query(ctx, b.sql, s.queue, ids, tokens)
+	rows, err := s.pool.Query(ctx, sql, s.queue, ids, tokens)
 	if err != nil {
-		return fail(err)
+		fail(err)
+		return
 	}
 	done := make(map[int64]bool, len(batch))
 	for rows.Next() {
 		var tok int64
 		if err := rows.Scan(&tok); err != nil {
 			rows.Close()
-			return fail(err)
+			fail(err)
+			return
 		}
 		done[tok] = true
 	}
 	if err := rows.Err(); err != nil {
-		return fail(err)
+		fail(err)
+		return
 	}
 	for _, c := range batch {
-		if !done[c.token] {
-			out[c] = durable.ErrLeaseLost
+		if !done[c.arg.token] {
+			c.err = durable.ErrLeaseLost
 		}
 	}
-	return out
 }
 
 // batchContext is the context of a statement of batch: it keeps the
 // values of the first call's context and ends at the latest of the calls'
 // deadlines (never, if one of them has none), so that no caller's
 // cancellation fails the others' calls.
-func batchContext(batch []*leaseCall) (context.Context, context.CancelFunc) {
+func batchContext[T any](batch []*call[T]) (context.Context, context.CancelFunc) {
 	var latest time.Time
 	for _, c := range batch {
 		d, ok := c.ctx.Deadline()

@@ -122,7 +122,7 @@ func TestConcurrentAcksShareStatements(t *testing.T) {
 	t.Logf("%d ack calls in %d statements", calls, counter.n.Load())
 }
 
-// A confirmation goes through its own batcher: a held lease confirmed by
+// A confirmation goes through its own coalescer: a held lease confirmed by
 // many goroutines at once is handed out once each, and an Enqueue that
 // replaced a message before its Confirm makes that Confirm fail.
 func TestConcurrentConfirms(t *testing.T) {
@@ -206,4 +206,50 @@ func TestBatchedCallsKeepTheirOwnContexts(t *testing.T) {
 			assert.ErrorIs(t, errs[i], context.Canceled)
 		}
 	}
+}
+
+// Enqueues made at the same time share statements: each call is written
+// whole, calls that write the same ID go in different statements (so
+// neither fails), and a lone call is one statement of its own.
+func TestConcurrentEnqueuesShareStatements(t *testing.T) {
+	pool, _ := tracedPool(t)
+	counter := &statementCounter{marker: "INSERT INTO"}
+	cfg := pool.Config()
+	cfg.ConnConfig.Tracer = counter
+	counted, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(counted.Close)
+	s := openStore(t, counted, freshQueue())
+
+	const callers = 200
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	start := make(chan struct{})
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			// Three messages a call; "shared" IDs are written by ten calls each.
+			errs[g] = s.Enqueue(ctx, []durable.Message{
+				{ID: fmt.Sprintf("own%03d-a", g), Payload: []byte("a")},
+				{ID: fmt.Sprintf("own%03d-b", g), Payload: []byte("b")},
+				{ID: fmt.Sprintf("shared%02d", g%20), Payload: []byte(fmt.Sprint(g))},
+			})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for g, err := range errs {
+		require.NoError(t, err, "call %d", g)
+	}
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2*callers+20, st.Pending, "every call written whole, shared IDs once each")
+	assert.Less(t, counter.n.Load(), int64(callers), "concurrent enqueues share statements")
+	t.Logf("%d enqueue calls in %d statements", callers, counter.n.Load())
+
+	before := counter.n.Load()
+	require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: "lone"}}))
+	assert.Equal(t, before+1, counter.n.Load(), "a lone call is one statement")
 }

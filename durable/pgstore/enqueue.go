@@ -92,6 +92,8 @@ type querier interface {
 // writing any, and writes them with one statement, or, for a batch of
 // more than 1000 messages or 16 MiB, with several in one transaction. Of
 // messages of the same ID in msgs the last is written, as two calls would.
+// Calls made at the same time share a statement (see coalescer): each is
+// still written whole or not at all.
 func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 	if err := s.check(); err != nil {
 		return err
@@ -101,7 +103,7 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 		return err
 	}
 	if len(batches) == 1 {
-		return wrap("enqueue", s.enqueue(ctx, s.pool, batches[0]))
+		return s.enqueues.do(ctx, batches[0])
 	}
 	return wrap("enqueue", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		for _, b := range batches {
@@ -259,4 +261,68 @@ func (s *Store) Requeue(ctx context.Context, id string, due time.Time) error {
 		return fmt.Errorf("%w: no dead message %q", durable.ErrNotFound, id)
 	}
 	return nil
+}
+
+// newEnqueueCoalescer returns the coalescer of the Enqueue calls of s
+// that fit one statement.
+func newEnqueueCoalescer(s *Store) *coalescer[*enqueueBatch] {
+	return &coalescer[*enqueueBatch]{take: takeEnqueues, send: func(batch []*call[*enqueueBatch]) { sendEnqueues(s, batch) }}
+}
+
+// takeEnqueues picks the first calls waiting whose messages fit one
+// statement together and hold no ID twice (ON CONFLICT cannot write a row
+// twice in a statement); the first that does not fit waits for the next
+// statement, and so do the calls after it.
+func takeEnqueues(waiting []*call[*enqueueBatch]) (batch, rest []*call[*enqueueBatch]) {
+	var rows, size int
+	ids := make(map[string]bool)
+	for i, c := range waiting {
+		b := c.arg
+		if len(batch) > 0 && (rows+len(b.ids) > maxEnqueueRows || size+b.bytes > maxEnqueueBytes || b.holdsAny(ids)) {
+			return batch, waiting[i:]
+		}
+		batch = append(batch, c)
+		rows, size = rows+len(b.ids), size+b.bytes
+		for _, id := range b.ids {
+			ids[string(id)] = true
+		}
+	}
+	return batch, nil
+}
+
+// holdsAny reports whether b has a message whose ID is in ids.
+func (b *enqueueBatch) holdsAny(ids map[string]bool) bool {
+	for _, id := range b.ids {
+		if ids[string(id)] {
+			return true
+		}
+	}
+	return false
+}
+
+// sendEnqueues writes the messages of the calls of batch with one
+// statement, all or none. If it fails, and there was more than one call,
+// each call is written on its own, so that each has its own outcome.
+func sendEnqueues(s *Store, batch []*call[*enqueueBatch]) {
+	if len(batch) == 1 {
+		batch[0].err = wrap("enqueue", s.enqueue(batch[0].ctx, s.pool, batch[0].arg))
+		return
+	}
+	all := &enqueueBatch{}
+	for _, c := range batch {
+		all.ids = append(all.ids, c.arg.ids...)
+		all.payloads = append(all.payloads, c.arg.payloads...)
+		all.dues = append(all.dues, c.arg.dues...)
+		all.now = append(all.now, c.arg.now...)
+		all.bytes += c.arg.bytes
+	}
+	ctx, cancel := batchContext(batch)
+	err := s.enqueue(ctx, s.pool, all)
+	cancel()
+	for _, c := range batch {
+		if err == nil {
+			continue
+		}
+		c.err = wrap("enqueue", s.enqueue(c.ctx, s.pool, c.arg))
+	}
 }

@@ -76,20 +76,20 @@ SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM gone)`
 
 // Confirm implements durable.Store: one statement, shared with the
 // confirmations of other goroutines under way at the same time (see
-// batcher).
+// coalescer).
 func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
-	return s.batched(ctx, &s.confirms, id, token)
+	return s.coalesced(ctx, s.confirms, id, token)
 }
 
 // Ack implements durable.Store: one statement, which deletes the row,
 // shared with the acks of other goroutines under way at the same time
-// (see batcher).
+// (see coalescer).
 func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
-	return s.batched(ctx, &s.acks, id, token)
+	return s.coalesced(ctx, s.acks, id, token)
 }
 
-// batched runs the call on lease (id, token) through b.
-func (s *Store) batched(ctx context.Context, b *batcher, id string, token uint64) error {
+// coalesced runs the call on lease (id, token) through c.
+func (s *Store) coalesced(ctx context.Context, c *coalescer[lease], id string, token uint64) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (s *Store) batched(ctx context.Context, b *batcher, id string, token uint64
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return b.do(ctx, s, id, tok)
+	return c.do(ctx, lease{id: []byte(id), token: tok})
 }
 
 // Extend implements durable.Store: one statement. by is rounded up to the

@@ -49,7 +49,9 @@ type Store struct {
 	closed atomic.Bool
 	wake   notifier
 
-	acks, confirms batcher // see batch.go
+	// The calls that share statements (see coalescer).
+	acks, confirms *coalescer[lease]
+	enqueues       *coalescer[*enqueueBatch]
 }
 
 var (
@@ -86,8 +88,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, queue string, opts ...Option) 
 	}
 	s := &Store{pool: pool, queue: queue, opts: o, channel: channelName(o.schema, queue)}
 	s.sql = newStatements(newNames(o.schema))
-	s.acks = batcher{op: "ack", sql: s.sql.ackMany}
-	s.confirms = batcher{op: "confirm", sql: s.sql.confirmMany}
+	s.acks = newLeaseCoalescer(s, "ack", s.sql.ackMany)
+	s.confirms = newLeaseCoalescer(s, "confirm", s.sql.confirmMany)
+	s.enqueues = newEnqueueCoalescer(s)
 	s.wake.init(s)
 	return s, nil
 }

@@ -22,7 +22,7 @@ func init() {
 		help: "the durable queue on the PostgreSQL of -store (durable/pgstore; postgres:// only, left out of all otherwise) vs " +
 			"riverqueue/river v0.51.2 (pgx driver) on the same server, in the runtime column, both in a scratch database dropped afterwards, " +
 			"100-byte payloads, K=-pending/50 jobs (100 to 20k): inserts/s from 8 producers, due in an hour, one at a time " +
-			"(our Queue.Enqueue, River's Insert) and in batches of 100 (pgstore's EnqueueTx in a transaction, River's InsertMany); " +
+			"(our Queue.Enqueue, River's Insert) and in batches of 100 (pgstore's EnqueueTx in a transaction, and Queue.Enqueue of 100 messages; River's InsertMany); " +
 			"jobs worked/s with 8 workers, due already (durable's Run; a River client with MaxWorkers 8, until River reports them completed), " +
 			"against River's default fetching (FetchCooldown 100ms, FetchPollInterval 1s: at most 8 jobs per 100ms, so on min(K, 800) jobs) " +
 			"and its fastest (both at 1ms); SQL statements per message of each (BEGIN and COMMIT included, counted by a pgx tracer on the pools: " +
@@ -37,6 +37,7 @@ func init() {
 // Units that only the river scenario uses.
 const (
 	unitStatementsMsg = "statements/msg"
+	unitCallsMsg      = "calls/msg"
 	unitJobsSec       = "jobs/s"
 )
 
@@ -97,9 +98,13 @@ func runRiver(e *env) (rows []row, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("river, insert: %w", err)
 	}
-	oursMany, oursManySQL, err := pgBatchEnqueue(o, root+"/batch", riverWorkers, k, riverBatch, m)
+	oursMany, oursManySQL, err := pgBatchEnqueue(o, root+"/batch", riverWorkers, k, riverBatch, m, false)
 	if err != nil {
 		return nil, fmt.Errorf("ours, EnqueueTx: %w", err)
+	}
+	oursQueueMany, oursQueueManySQL, err := pgBatchEnqueue(o, root+"/queuebatch", riverWorkers, k, riverBatch, m, true)
+	if err != nil {
+		return nil, fmt.Errorf("ours, Queue.Enqueue of a batch: %w", err)
 	}
 	theirMany, theirManySQL, err := b.insertRate(ctx, "batch", riverWorkers, k, riverBatch, m)
 	if err != nil {
@@ -109,9 +114,11 @@ func runRiver(e *env) (rows []row, err error) {
 	batchOf := fmt.Sprintf(", batches of %d", riverBatch)
 	rows = append(rows,
 		both("enqueue 1 at a time"+of+", due in 1h"+vs, unitEnqueuesSec, oursOne, theirOne),
-		both("enqueue"+batchOf+of+", due in 1h"+vs, unitEnqueuesSec, oursMany, theirMany),
+		both("enqueue"+batchOf+", EnqueueTx"+of+", due in 1h"+vs, unitEnqueuesSec, oursMany, theirMany),
+		both("enqueue"+batchOf+", Queue.Enqueue"+of+", due in 1h"+vs, unitEnqueuesSec, oursQueueMany, theirMany),
 		both("SQL statements per enqueue, 1 at a time"+of+vs, unitStatementsMsg, perMsg(oursOneSQL, k), perMsg(theirOneSQL, k)),
-		both("SQL statements per enqueue"+batchOf+of+vs, unitStatementsMsg, perMsg(oursManySQL, k), perMsg(theirManySQL, k)))
+		both("SQL statements per enqueue"+batchOf+", EnqueueTx"+of+vs, unitStatementsMsg, perMsg(oursManySQL, k), perMsg(theirManySQL, k)),
+		both("SQL statements per enqueue"+batchOf+", Queue.Enqueue"+of+vs, unitStatementsMsg, perMsg(oursQueueManySQL, k), perMsg(theirManySQL, k)))
 
 	// Jobs worked, due already.
 	oursRun, oursRunSQL, calls, err := pgWorked(o, root+"/worked", k, m)
@@ -139,10 +146,10 @@ func runRiver(e *env) (rows []row, err error) {
 	}
 	// Ours only: what the statements of a job worked do.
 	rows = append(rows,
-		oursOnly("of which Claim (ours, one statement each)", unitStatementsMsg, perMsg(calls.claims, k)),
-		oursOnly("of which Confirm (ours)", unitStatementsMsg, perMsg(calls.confirms, k)),
-		oursOnly("of which Ack (ours)", unitStatementsMsg, perMsg(calls.acks, k)),
-		oursOnly("of which Extend, Release, Retry, Expired (ours)", unitStatementsMsg, perMsg(calls.others, k)))
+		oursOnly("store calls per job worked: Claim (ours, a statement each)", unitCallsMsg, perMsg(calls.claims, k)),
+		oursOnly("store calls per job worked: Confirm (ours, concurrent ones share a statement)", unitCallsMsg, perMsg(calls.confirms, k)),
+		oursOnly("store calls per job worked: Ack (ours, concurrent ones share a statement)", unitCallsMsg, perMsg(calls.acks, k)),
+		oursOnly("store calls per job worked: Extend, Release, Retry, Expired (ours)", unitCallsMsg, perMsg(calls.others, k)))
 
 	// Lateness.
 	lk, win := riverLateCount(o), durableWindow(o)
@@ -212,16 +219,25 @@ func pgWorked(o *options, dir string, k int, m meter) (rate float64, statements 
 }
 
 // pgBatchEnqueue returns the enqueues per second of producers goroutines
-// writing n messages due in an hour to a new pgstore queue of dir, in
-// transactions of batch messages each (pool.Begin, Store.EnqueueTx,
-// Commit), with the statements they took (counted by m), and checks that
-// they are all there.
-func pgBatchEnqueue(o *options, dir string, producers, n, batch int, m meter) (rate float64, statements int64, err error) {
+// writing n messages due in an hour to a new pgstore queue of dir, batch
+// messages at a time: in transactions (pool.Begin, Store.EnqueueTx,
+// Commit), or with viaQueue in one call of Queue.Enqueue each; with the
+// statements they took (counted by m), and checks that they are all there.
+func pgBatchEnqueue(o *options, dir string, producers, n, batch int, m meter, viaQueue bool) (rate float64, statements int64, err error) {
 	s, err := openPgStore(o, runQueueName(dir))
 	if err != nil {
 		return 0, 0, err
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
+	write := func(ctx context.Context, msgs []durable.Message) error { return enqueueTx(ctx, s, msgs) }
+	if viaQueue {
+		q, err := durable.New(s)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer func() { err = errors.Join(err, q.Close()) }()
+		write = func(ctx context.Context, msgs []durable.Message) error { return q.Enqueue(ctx, msgs...) }
+	}
 	ctx := context.Background()
 	body := make([]byte, durablePayload)
 	due := time.Now().Add(time.Hour)
@@ -240,7 +256,7 @@ func pgBatchEnqueue(o *options, dir string, producers, n, batch int, m meter) (r
 				for i := lo; i < min(lo+batch, n); i++ {
 					msgs = append(msgs, durable.Message{ID: durablebench.ID("m", i), Payload: body, Due: due})
 				}
-				if err := enqueueTx(ctx, s, msgs); err != nil {
+				if err := write(ctx, msgs); err != nil {
 					return err
 				}
 			}

@@ -162,19 +162,23 @@ func TestRiverScenarioOnPostgres(t *testing.T) {
 	const of = ", 8 producers, K=100"
 	lateOf := ", 8 workers, K=100 over 100ms"
 	want := map[string]string{
-		"enqueue 1 at a time" + of + ", due in 1h (vs River)":             unitEnqueuesSec,
-		"enqueue, batches of 100" + of + ", due in 1h (vs River)":         unitEnqueuesSec,
-		"SQL statements per enqueue, 1 at a time" + of + " (vs River)":    unitStatementsMsg,
-		"SQL statements per enqueue, batches of 100" + of + " (vs River)": unitStatementsMsg,
-		"jobs worked, 8 workers, K=100 (vs River defaults, K=100)":        unitJobsSec,
-		"SQL statements per job worked (vs River defaults, K=100)":        unitStatementsMsg,
-		"jobs worked, 8 workers, K=100" + fast:                            unitJobsSec,
-		"SQL statements per job worked" + fast:                            unitStatementsMsg,
+		"enqueue 1 at a time" + of + ", due in 1h (vs River)":                            unitEnqueuesSec,
+		"enqueue, batches of 100, EnqueueTx" + of + ", due in 1h (vs River)":             unitEnqueuesSec,
+		"enqueue, batches of 100, Queue.Enqueue" + of + ", due in 1h (vs River)":         unitEnqueuesSec,
+		"SQL statements per enqueue, 1 at a time" + of + " (vs River)":                   unitStatementsMsg,
+		"SQL statements per enqueue, batches of 100, EnqueueTx" + of + " (vs River)":     unitStatementsMsg,
+		"SQL statements per enqueue, batches of 100, Queue.Enqueue" + of + " (vs River)": unitStatementsMsg,
+		"jobs worked, 8 workers, K=100 (vs River defaults, K=100)":                       unitJobsSec,
+		"SQL statements per job worked (vs River defaults, K=100)":                       unitStatementsMsg,
+		"jobs worked, 8 workers, K=100" + fast:                                           unitJobsSec,
+		"SQL statements per job worked" + fast:                                           unitStatementsMsg,
 	}
-	oursOnlyRows := []string{"of which Claim (ours, one statement each)", "of which Confirm (ours)", "of which Ack (ours)",
-		"of which Extend, Release, Retry, Expired (ours)"}
+	const calls = "store calls per job worked: "
+	claimRow, ackRow := calls+"Claim (ours, a statement each)", calls+"Ack (ours, concurrent ones share a statement)"
+	oursOnlyRows := []string{claimRow, calls + "Confirm (ours, concurrent ones share a statement)", ackRow,
+		calls + "Extend, Release, Retry, Expired (ours)"}
 	for _, f := range oursOnlyRows {
-		want[f] = unitStatementsMsg
+		want[f] = unitCallsMsg
 	}
 	for _, vs := range []string{def, fast} {
 		want["lateness p50"+lateOf+vs] = unitMillis
@@ -202,9 +206,9 @@ func TestRiverScenarioOnPostgres(t *testing.T) {
 
 	// A job worked is acked once, and claimed by a claim that usually
 	// takes several (a claim that finds nothing counts too).
-	assert.InDelta(t, 1.0, ours["of which Ack (ours)"], 1e-9)
-	assert.Positive(t, ours["of which Claim (ours, one statement each)"])
-	assert.Less(t, ours["of which Claim (ours, one statement each)"], 2.0)
+	assert.InDelta(t, 1.0, ours[ackRow], 1e-9)
+	assert.Positive(t, ours[claimRow])
+	assert.Less(t, ours[claimRow], 2.0)
 	for figure, unit := range want {
 		if slices.Contains(oursOnlyRows, figure) {
 			continue
@@ -221,8 +225,9 @@ func TestRiverScenarioOnPostgres(t *testing.T) {
 			}
 		}
 	}
-	// One INSERT a message for ours; River's Insert is a transaction.
-	assert.InDelta(t, 1.0, ours["SQL statements per enqueue, 1 at a time"+of+" (vs River)"], 0.05)
+	// At most one INSERT a message for ours (the 8 producers' concurrent
+	// calls share statements); River's Insert is a transaction.
+	assert.LessOrEqual(t, ours["SQL statements per enqueue, 1 at a time"+of+" (vs River)"], 1.0)
 	assert.GreaterOrEqual(t, theirs["SQL statements per enqueue, 1 at a time"+of+" (vs River)"], 2.0)
 	for _, vs := range []string{def, fast} {
 		assert.Zero(t, ours["started before due"+lateOf+vs], "ours never starts early")

@@ -2,12 +2,6 @@ module github.com/seed64e23a5c/timingwheel/cmd/twbench
 
 go 1.26.0
 
-replace (
-	github.com/seed64e23a5c/timingwheel => ../..
-	github.com/seed64e23a5c/timingwheel/durable/pgstore => ../../durable/pgstore
-	github.com/seed64e23a5c/timingwheel/durable/redisstore => ../../durable/redisstore
-)
-
 require (
 	github.com/hibiken/asynq v0.26.0
 	github.com/jackc/pgx/v5 v5.12.0
@@ -15,9 +9,9 @@ require (
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/schollz/progressbar/v3 v3.19.1
-	github.com/seed64e23a5c/timingwheel v0.0.0-00010101000000-000000000000
-	github.com/seed64e23a5c/timingwheel/durable/pgstore v0.0.0-00010101000000-000000000000
-	github.com/seed64e23a5c/timingwheel/durable/redisstore v0.0.0-00010101000000-000000000000
+	github.com/seed64e23a5c/timingwheel v0.1.0
+	github.com/seed64e23a5c/timingwheel/durable/pgstore v0.1.0
+	github.com/seed64e23a5c/timingwheel/durable/redisstore v0.1.0
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/term v0.47.0
 	gonum.org/v1/plot v0.17.0

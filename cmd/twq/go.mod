@@ -2,17 +2,11 @@ module github.com/seed64e23a5c/timingwheel/cmd/twq
 
 go 1.26.0
 
-replace (
-	github.com/seed64e23a5c/timingwheel => ../..
-	github.com/seed64e23a5c/timingwheel/durable/durableweb => ../../durable/durableweb
-	github.com/seed64e23a5c/timingwheel/durable/redisstore => ../../durable/redisstore
-)
-
 require (
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/seed64e23a5c/timingwheel v0.0.0-00010101000000-000000000000
-	github.com/seed64e23a5c/timingwheel/durable/durableweb v0.0.0-00010101000000-000000000000
-	github.com/seed64e23a5c/timingwheel/durable/redisstore v0.0.0-00010101000000-000000000000
+	github.com/seed64e23a5c/timingwheel v0.1.0
+	github.com/seed64e23a5c/timingwheel/durable/durableweb v0.1.0
+	github.com/seed64e23a5c/timingwheel/durable/redisstore v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.etcd.io/bbolt v1.5.0
 	go.uber.org/goleak v1.3.0

@@ -2,12 +2,10 @@ module github.com/seed64e23a5c/timingwheel/durable/durableweb
 
 go 1.26.0
 
-replace github.com/seed64e23a5c/timingwheel => ../..
-
 require (
 	github.com/chromedp/cdproto v0.159.3
 	github.com/chromedp/chromedp v0.23.0
-	github.com/seed64e23a5c/timingwheel v0.0.0-00010101000000-000000000000
+	github.com/seed64e23a5c/timingwheel v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )

@@ -64,18 +64,20 @@ func run(repo, version, proxy string, tag bool) error {
 	if err != nil {
 		return err
 	}
+	files := []string{"go.work"}
 	for _, m := range mods {
-		for _, name := range []string{"go.mod", "go.sum"} {
-			data, err := os.ReadFile(filepath.Join(tree, m.Dir, name))
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(repo, m.Dir, name), data, 0o644); err != nil {
-				return err
-			}
+		files = append(files, filepath.Join(m.Dir, "go.mod"), filepath.Join(m.Dir, "go.sum"))
+	}
+	for _, name := range files {
+		data, err := os.ReadFile(filepath.Join(tree, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(repo, name), data, 0o644); err != nil {
+			return err
 		}
 	}
 	if !tag {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/sumdb/dirhash"
 	modzip "golang.org/x/mod/zip"
@@ -82,7 +83,45 @@ func pin(dir, version, proxy string) ([]repoModule, error) {
 		}
 		sums[m.Path] = lines
 	}
+	if err := pinWorkspace(dir, version, mods, ours); err != nil {
+		return nil, err
+	}
 	return mods, nil
+}
+
+// pinWorkspace makes the workspace (go.work) of the tree dir replace each
+// module of the repository at version by its directory: the nested
+// modules require one another at version, which no proxy serves before
+// the release (nor, for the version after it, until the next one), and
+// the workspace builds them from the tree.
+func pinWorkspace(dir, version string, mods []repoModule, ours map[string]bool) error {
+	path := filepath.Join(dir, "go.work")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	work, err := modfile.ParseWork(path, data, nil)
+	if err != nil {
+		return err
+	}
+	for _, r := range slices.Clone(work.Replace) {
+		if ours[r.Old.Path] {
+			if err := work.DropReplace(r.Old.Path, r.Old.Version); err != nil {
+				return err
+			}
+		}
+	}
+	for _, m := range mods {
+		to := "./" + filepath.ToSlash(m.Dir)
+		if m.Dir == "." {
+			to = "."
+		}
+		if err := work.AddReplace(m.Path, version, to, ""); err != nil {
+			return err
+		}
+	}
+	work.Cleanup()
+	return os.WriteFile(path, modfile.Format(work.Syntax), 0o644)
 }
 
 // requirementOrder returns mods with each after the repository modules it

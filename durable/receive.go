@@ -68,6 +68,7 @@ func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Del
 		q.claimDone()
 		if err == nil {
 			failures, lastErr = 0, nil
+			q.setPaused(c.Paused)
 			q.schedule(c.Now, c.NextDue, c.NextDeadline, c.DueSoon)
 			if len(c.Leases) > 0 {
 				ds := make([]*Delivery, len(c.Leases))
@@ -162,6 +163,11 @@ func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 	switch {
 	case err == nil:
 		return d, nil
+	case errors.Is(err, ErrPaused):
+		// Paused since the claim: the message goes back, due as before,
+		// and the next claim finds the queue paused.
+		q.release(d)
+		return nil, errRevoked
 	case !errors.Is(err, ErrLeaseLost):
 		// Whether it was taken back is unknown: it is not handed out,
 		// and comes back when its lease expires.

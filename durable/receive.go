@@ -37,6 +37,10 @@ const claimAhead = 50 * time.Millisecond // the default of config.claimAhead
 // not return the message and claims another. If the confirmation fails
 // otherwise (the store is down), it does not return the message either,
 // which comes back when its lease expires.
+//
+// While the queue is paused (see Pause), Receive waits: a claim leases
+// nothing, and a message claimed ahead before the pause goes back to the
+// store at its due time instead of being returned. A Resume wakes it.
 func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 	for {
 		ds, err := q.claimDue(ctx, func() (int, int) { return 1, 0 })

@@ -74,8 +74,9 @@ var pauseRules = ifPausable([]rule{
 		require.False(e.t, e.stats().Paused)
 	}},
 	{"ClaimLeasesNothingWhilePaused", func(e *env) {
-		e.enqueue(msg("a", e.past()), msg("b", e.past()), msg("c", e.now().Add(aheadOf)))
-		held := e.claim(claimArgs{Limit: 1, Lease: time.Minute}).Leases[0] // in flight before the pause
+		e.enqueue(msg("a", e.past()))
+		held := e.claimOne("a", time.Minute) // in flight before the pause
+		e.enqueue(msg("b", e.past()), msg("c", e.now().Add(aheadOf)))
 		e.setPaused(true)
 		var c durable.Claimed
 		before, after := e.around(func() {

@@ -24,6 +24,7 @@ import (
 type aheadLeases struct {
 	mu      sync.Mutex
 	entries map[string]aheadEntry
+	paused  bool // the queue is paused: Confirm refuses (see boltpause.go)
 }
 
 type aheadEntry struct {
@@ -63,22 +64,35 @@ func (a *aheadLeases) forget(id string) {
 	delete(a.entries, id)
 }
 
+// setPaused sets the paused flag Confirm reads.
+func (a *aheadLeases) setPaused(paused bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.paused = paused
+}
+
 // confirm decides for the holder of token on id: found is false if the
 // lease was not claimed ahead or was confirmed already, and otherwise ok
-// says whether it may be handed out. The entry is gone after it.
-func (a *aheadLeases) confirm(id string, token uint64) (found, ok bool) {
+// says whether it may be handed out. The entry is gone after it, unless
+// the queue is paused (paused true, and the entry kept, if it was not
+// taken back: the holder releases it).
+func (a *aheadLeases) confirm(id string, token uint64) (found, ok, paused bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	e, found := a.entries[id]
 	if !found || e.token != token {
-		return false, false
+		return false, false, false
+	}
+	if a.paused && !e.taken {
+		return true, false, true
 	}
 	delete(a.entries, id)
-	return true, !e.taken
+	return true, !e.taken, false
 }
 
 // Confirm implements Store. A lease claimed ahead is confirmed in memory
-// (see aheadLeases); any other is checked with a read transaction. After
+// (see aheadLeases), or refused with ErrPaused while the queue is paused;
+// any other is checked with a read transaction. After
 // Close it returns ErrClosed, also for a lease claimed ahead.
 func (s *BoltStore) Confirm(ctx context.Context, id string, token uint64) error {
 	if err := ctx.Err(); err != nil {
@@ -89,9 +103,12 @@ func (s *BoltStore) Confirm(ctx context.Context, id string, token uint64) error 
 		s.closeMu.RUnlock()
 		return ErrClosed
 	}
-	found, ok := s.ahead.confirm(id, token)
+	found, ok, paused := s.ahead.confirm(id, token)
 	s.closeMu.RUnlock()
 	if found {
+		if paused {
+			return ErrPaused
+		}
 		if !ok {
 			return ErrLeaseLost
 		}

@@ -101,6 +101,10 @@ func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
 	if s.clock == nil {
 		s.clock = clock.New()
 	}
+	if err := s.loadPaused(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("durable: open %s: %w", path, err)
+	}
 	go s.groupCommit()
 	return s, nil
 }
@@ -415,6 +419,12 @@ func (s *BoltStore) Claim(ctx context.Context, p ClaimParams) (c Claimed, err er
 	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
 		c = Claimed{} // fn may run twice (see runBatch)
 		now := s.now()
+		if t.pausedIn() {
+			// A paused queue leases nothing; its leases expire as usual.
+			c.NextDeadline, _ = first(t.inflight)
+			c.Paused = true
+			return false, nil
+		}
 		_, ids := due(t.pending, addDuration(now, max(ahead, 0)), limit)
 		handOut := limit - max(held, 0) // leases due by now the claim may hand out
 		for _, id := range ids {
@@ -619,6 +629,7 @@ func (s *BoltStore) Stats(ctx context.Context) (st Stats, err error) {
 	err = s.viewTxn(func(t *txn) error {
 		st = Stats{Pending: t.counter(statePending), InFlight: t.counter(stateInflight), Dead: t.counter(stateDead)}
 		st.NextDue, _ = first(t.pending)
+		st.Paused = t.pausedIn()
 		return nil
 	})
 	return st, err

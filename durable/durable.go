@@ -70,6 +70,10 @@ var (
 	// ErrInFlight is returned by Cancel for a message that is being
 	// delivered: ack it, or let its lease expire, instead.
 	ErrInFlight = errors.New("durable: message in flight")
+	// ErrPaused is returned by Store.Confirm for a lease claimed ahead
+	// while the queue is paused (see Queue.Pause): the message is not
+	// handed out, and its holder gives it back.
+	ErrPaused = errors.New("durable: queue paused")
 	// ErrNotFound is returned by Requeue when there is no dead message
 	// with the given ID, and wrapped by the error of Get when there is no
 	// message with the given ID.
@@ -120,4 +124,6 @@ type Stats struct {
 	// NextDue is the due time of the earliest pending message, or the zero
 	// time if none is pending.
 	NextDue time.Time
+	// Paused says whether the queue is paused (see Queue.Pause).
+	Paused bool
 }

@@ -36,6 +36,10 @@ type Queue struct {
 	woken   bool
 	// claiming counts the receivers whose claim is under way.
 	claiming int
+	// paused is set by a claim that found the queue paused, and cleared
+	// by one that did not, or by a Resume: while it is set, the queue
+	// waits for wake-ups rather than for the next due time.
+	paused bool
 	// due fires at the earliest due time the queue knows of, dueAt, and
 	// reap at the earliest lease deadline, reapAt (zero when not armed).
 	due, reap     *timingwheel.Timer
@@ -130,6 +134,7 @@ func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
 		q.wg.Add(1)
 		go q.listen(n)
 	}
+	localQueues.add(q)
 	return q, nil
 }
 
@@ -269,6 +274,7 @@ func (q *Queue) shutdownLocked() {
 }
 
 func (q *Queue) finish() error {
+	localQueues.remove(q)
 	q.active.Wait()
 	q.wg.Wait()
 	if q.ownsWheel {

@@ -37,6 +37,10 @@ const claimAhead = 50 * time.Millisecond // the default of config.claimAhead
 // not return the message and claims another. If the confirmation fails
 // otherwise (the store is down), it does not return the message either,
 // which comes back when its lease expires.
+//
+// While the queue is paused (see Pause), Receive waits: a claim leases
+// nothing, and a message claimed ahead before the pause goes back to the
+// store at its due time instead of being returned. A Resume wakes it.
 func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 	for {
 		ds, err := q.claimDue(ctx, func() (int, int) { return 1, 0 })
@@ -68,6 +72,7 @@ func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Del
 		q.claimDone()
 		if err == nil {
 			failures, lastErr = 0, nil
+			q.setPaused(c.Paused)
 			q.schedule(c.Now, c.NextDue, c.NextDeadline, c.DueSoon)
 			if len(c.Leases) > 0 {
 				ds := make([]*Delivery, len(c.Leases))
@@ -162,6 +167,11 @@ func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 	switch {
 	case err == nil:
 		return d, nil
+	case errors.Is(err, ErrPaused):
+		// Paused since the claim: the message goes back, due as before,
+		// and the next claim finds the queue paused.
+		q.release(d)
+		return nil, errRevoked
 	case !errors.Is(err, ErrLeaseLost):
 		// Whether it was taken back is unknown: it is not handed out,
 		// and comes back when its lease expires.

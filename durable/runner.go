@@ -76,6 +76,10 @@ const settleTimeout = 10 * time.Second
 // their due time again (their attempt stays counted, as Close does with
 // a message claimed ahead).
 //
+// While the queue is paused (see Pause), Run takes no new message: a
+// message it holds for a busy worker goes back to the store when the
+// worker comes to it, and the handlers running go on. A Resume wakes it.
+//
 // Run returns nil when ctx ends, ErrClosed if the queue is closed while
 // it runs, and ErrCorrupt if the store is damaged. A store that is down
 // does not end it: claims are retried with a back-off, as Receive does.

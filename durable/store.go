@@ -76,6 +76,11 @@ type Store interface {
 	// or Cancel before it takes them back. How many to claim, to hold and
 	// for how long are the Queue's decisions (WithVisibilityTimeout, Run's
 	// workers); the store applies them.
+	//
+	// A Claim of a paused queue (see SetPaused) leases nothing: it
+	// returns no leases, with Claimed.Paused set, its Now and
+	// NextDeadline as usual, and the check is part of the claim itself,
+	// so that every process agrees at once.
 	Claim(ctx context.Context, p ClaimParams) (Claimed, error)
 
 	// Confirm hands out the lease token on id, claimed ahead: it returns
@@ -87,6 +92,13 @@ type Store interface {
 	// Enqueue or Cancel of the same message wins. Confirm of a lease that
 	// was not claimed ahead, or was confirmed already, returns nil while
 	// the lease is current.
+	//
+	// While the queue is paused (see SetPaused), Confirm of a lease claimed
+	// ahead and not confirmed yet returns ErrPaused and changes nothing:
+	// the holder must not hand the message out, and gives it back with
+	// Release (pending at its due time again, its attempt counted). A
+	// lease handed out already, by the Claim or a Confirm before the
+	// pause, goes on as usual.
 	Confirm(ctx context.Context, id string, token uint64) error
 
 	// Ack deletes the in-flight message id if token is its current lease's
@@ -157,8 +169,25 @@ type Store interface {
 	// LastError. It returns ErrNotFound if no dead message has that ID.
 	Requeue(ctx context.Context, id string, due time.Time) error
 
-	// Stats counts the messages in each state.
+	// Stats counts the messages in each state, and says whether the
+	// queue is paused.
 	Stats(ctx context.Context) (Stats, error)
+
+	// SetPaused pauses the queue (paused true) or resumes it, in one
+	// atomic write kept with the messages, so that it holds for every
+	// process and across restarts; setting the state it is in already
+	// changes nothing. While it is paused, Claim leases nothing and
+	// Confirm refuses leases claimed ahead (see both); every other method
+	// goes on as usual (Enqueue, Cancel, Ack, Retry, Release, Extend,
+	// Expired and the reaping over them). A resume wakes the receivers of
+	// other processes as an Enqueue of a new earliest message does (a
+	// Notifier's wake-up). A store starts unpaused. What to pause and
+	// when is the Queue's (Queue.Pause, Queue.Resume).
+	//
+	// A store that cannot pause returns an error wrapping
+	// ErrPauseUnsupported, and changes nothing; its Stats.Paused is
+	// always false.
+	SetPaused(ctx context.Context, paused bool) error
 
 	// AdvanceSeries is the one write of a series (see Queue.Schedule): a
 	// compare-and-set of its state and the message of its time, together.
@@ -281,6 +310,10 @@ type Claimed struct {
 	// count, and a queue then wakes one receiver if NextDue is within the
 	// horizon (which claims again, and so on).
 	DueSoon int
+	// Paused says that the queue is paused (see SetPaused): the claim
+	// leased nothing, and a queue waits for a wake-up (a Resume) rather
+	// than for NextDue.
+	Paused bool
 }
 
 // RetryParams says how Retry ends a lease: every rule (death, back-off,
@@ -360,6 +393,10 @@ func (p RetryPolicy) Delay(attempt int) (d time.Duration, err error) {
 // ErrSeriesUnsupported is wrapped by the errors of the series methods of
 // a store that cannot keep series as it is configured (see Store).
 var ErrSeriesUnsupported = errors.New("durable: the store cannot keep series in this configuration")
+
+// ErrPauseUnsupported is wrapped by the error of SetPaused of a store
+// that cannot pause its queue (see Store).
+var ErrPauseUnsupported = errors.New("durable: the store cannot pause its queue")
 
 // Series is what a store keeps of a series of Queue.Schedule: all a
 // process needs to take part in it. The store only keeps it; what the

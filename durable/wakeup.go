@@ -136,7 +136,7 @@ func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time, dueSoon int)
 		return
 	}
 	now := q.clock.Now()
-	if !nextDue.IsZero() {
+	if !nextDue.IsZero() && !q.paused {
 		if wait := q.local(now, storeNow, nextDue).Sub(now) - q.cfg.claimAhead; wait <= 0 {
 			for range max(dueSoon, 1) - q.claiming {
 				q.wakeOneLocked()
@@ -152,6 +152,14 @@ func (q *Queue) schedule(storeNow, nextDue, nextDeadline time.Time, dueSoon int)
 		}
 		armLocked(q.reap, &q.reapAt, at)
 	}
+}
+
+// setPaused records whether the last claim found the queue paused (see
+// Queue.paused).
+func (q *Queue) setPaused(paused bool) {
+	q.mu.Lock()
+	q.paused = paused
+	q.mu.Unlock()
 }
 
 // wake runs when the due timer fires. The timer is no longer armed, so

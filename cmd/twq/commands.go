@@ -35,6 +35,8 @@ var commands = map[string]*command{
 	"requeue":   {parse: parseRequeue},
 	"cancel":    {parse: parseCancel},
 	"enqueue":   {parse: parseEnqueue},
+	"pause":     {parse: parsePause(true)},
+	"resume":    {parse: parsePause(false)},
 	"serve":     {parse: parseServe},
 }
 
@@ -124,6 +126,24 @@ func parseRequeue(name string, args []string, o *options) (action, error) {
 		}
 		return p.done(doneJSON{Action: "requeue", ID: id, Due: due})
 	}, nil
+}
+
+// parsePause parses pause (paused true) and resume, which take no
+// argument and set the queue's paused flag in the store (see
+// durable.Queue.Pause): on Redis, a resume wakes the receivers of every
+// process.
+func parsePause(paused bool) func(name string, args []string, o *options) (action, error) {
+	return func(name string, args []string, o *options) (action, error) {
+		if _, err := argsExactly(newFlagSet(name, o), args, 0, ""); err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, h *handle, p *printer) error {
+			if err := h.store.SetPaused(ctx, paused); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			return p.done(doneJSON{Action: name})
+		}, nil
+	}
 }
 
 func parseCancel(name string, args []string, o *options) (action, error) {

@@ -48,11 +48,13 @@ type statsJSON struct {
 	InFlight int       `json:"in_flight"`
 	Dead     int       `json:"dead"`
 	NextDue  time.Time `json:"next_due,omitzero"`
+	Paused   bool      `json:"paused"`
 }
 
 func (p *printer) stats(st durable.Stats) error {
 	if p.json {
-		return p.encode(statsJSON{Pending: st.Pending, InFlight: st.InFlight, Dead: st.Dead, NextDue: utc(st.NextDue)})
+		return p.encode(statsJSON{Pending: st.Pending, InFlight: st.InFlight, Dead: st.Dead, NextDue: utc(st.NextDue),
+			Paused: st.Paused})
 	}
 	next := "-"
 	if !st.NextDue.IsZero() {
@@ -63,7 +65,16 @@ func (p *printer) stats(st durable.Stats) error {
 		{"in-flight", strconv.Itoa(st.InFlight)},
 		{"dead", strconv.Itoa(st.Dead)},
 		{"next due", next},
+		{"paused", yesNo(st.Paused)},
 	})
+}
+
+// yesNo is "yes" for true, "no" for false.
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 // deadJSON is a dead letter in JSON: the payload is in payload if it is
@@ -112,7 +123,7 @@ func (p *printer) deadLetters(dead []durable.Message) error {
 // message is due now.
 type doneJSON struct {
 	Action       string    `json:"action"`
-	ID           string    `json:"id"`
+	ID           string    `json:"id,omitempty"`
 	Due          time.Time `json:"due,omitzero"`
 	PayloadBytes int       `json:"payload_bytes,omitempty"`
 }
@@ -134,6 +145,10 @@ func (p *printer) done(d doneJSON) error {
 		_, err = fmt.Fprintf(p.w, "cancelled %q\n", d.ID)
 	case "enqueue":
 		_, err = fmt.Fprintf(p.w, "enqueued %q (%d bytes), due %s\n", d.ID, d.PayloadBytes, due)
+	case "pause":
+		_, err = fmt.Fprintln(p.w, "paused: no process receives from the queue until resume")
+	case "resume":
+		_, err = fmt.Fprintln(p.w, "resumed")
 	}
 	return err
 }

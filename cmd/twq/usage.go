@@ -34,6 +34,10 @@ Commands that write:
   enqueue ID [-payload S | -payload-file F] [-at TIME | -in DURATION]
                                         add a message, or replace the one with that ID;
                                         -payload-file - reads stdin; due now by default
+  pause                                 stop every process from receiving from the queue (it is
+                                        kept in the queue: enqueues, cancels and the deliveries
+                                        under way go on) until resume
+  resume                                let receivers take messages again, waking them at once
 
 The dashboard:
   serve [-addr HOST:PORT] [-read-only] [-auth-file F] [-max-attempts N]
@@ -49,7 +53,7 @@ The dashboard:
                                         (plain HTTP: put TLS in front, or use an SSH tunnel)
 
 Flags (before <queue>, or after the command):
-  -json        print JSON: one object for stats, get, requeue, cancel and enqueue;
+  -json        print JSON: one object for stats, get, requeue, cancel, enqueue, pause and resume;
                an array for dead and schedules, and an object {"messages": [...], "next_cursor": "..."} for list
   -timeout D   how long to wait for the queue file's lock, or for Redis to answer (default 2s)
 

@@ -32,6 +32,8 @@ func (d *Dashboard) actionError(w http.ResponseWriter, r *http.Request, what str
 		status = http.StatusConflict
 	case errors.Is(err, durable.ErrInvalidMessage):
 		status = http.StatusBadRequest
+	case errors.Is(err, durable.ErrPauseUnsupported):
+		status = http.StatusNotImplemented
 	}
 	d.fail(w, r, status, fmt.Sprintf("%s: %s", what, describe(err)))
 }
@@ -114,6 +116,26 @@ func (d *Dashboard) enqueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, "message", url.Values{"id": {m.ID}, "done": {"enqueued"}})
+}
+
+// pause pauses the queue (durable.Queue.Pause), in every process, and
+// goes back to the overview.
+func (d *Dashboard) pause(w http.ResponseWriter, r *http.Request) {
+	if err := d.q.Pause(r.Context()); err != nil {
+		d.actionError(w, r, "Pause failed", err)
+		return
+	}
+	redirect(w, "./", url.Values{"done": {"paused"}})
+}
+
+// resume resumes the queue (durable.Queue.Resume), waking its receivers
+// in every process, and goes back to the overview.
+func (d *Dashboard) resume(w http.ResponseWriter, r *http.Request) {
+	if err := d.q.Resume(r.Context()); err != nil {
+		d.actionError(w, r, "Resume failed", err)
+		return
+	}
+	redirect(w, "./", url.Values{"done": {"resumed"}})
 }
 
 // parseDue reads the enqueue form's due time: empty for now, a Go

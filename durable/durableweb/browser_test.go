@@ -231,6 +231,34 @@ func TestDashboardInABrowser(t *testing.T) {
 	assert.Zero(t, eval[int](t, b, `document.querySelectorAll('img:not(.chart)').length`))
 	b.nothingRan(t)
 
+	// Pause by the header's button: the badge shows, and the overview
+	// offers Resume; the script follows a pause and a resume made
+	// elsewhere; Resume by the overview's button.
+	badgeShown := `!document.querySelector('.status [data-paused]').hidden`
+	b.do(t, chromedp.Navigate(root), chromedp.WaitVisible(chromedp.CSS("h1")))
+	assert.False(t, eval[bool](t, b, badgeShown), "not paused: no badge")
+	b.navigates(t, chromedp.Click(chromedp.CSS(`.status button[data-action="pause"]`)))
+	assert.Contains(t, b.questions(), "Pause the queue? No process receives from it until it is resumed.")
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	assert.True(t, st.Paused)
+	assert.True(t, eval[bool](t, b, badgeShown), "the paused badge")
+	assert.Equal(t, "Paused: no process receives from the queue until it is resumed.", eval[string](t, b, `document.querySelector('p.flash').textContent`))
+	require.NoError(t, q.Resume(ctx))
+	require.Eventually(t, func() bool { return !eval[bool](t, b, badgeShown) }, 10*time.Second, 100*time.Millisecond,
+		"the script hides the badge after a resume")
+	require.NoError(t, q.Pause(ctx))
+	require.Eventually(t, func() bool { return eval[bool](t, b, badgeShown) }, 10*time.Second, 100*time.Millisecond,
+		"the script shows the badge after a pause")
+	b.do(t, chromedp.Navigate(root), chromedp.WaitVisible(chromedp.CSS(`main button[data-action="resume"]`)))
+	b.navigates(t, chromedp.Click(chromedp.CSS(`main button[data-action="resume"]`)))
+	st, err = q.Stats(ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Paused)
+	assert.False(t, eval[bool](t, b, badgeShown), "resumed: no badge")
+	assert.Equal(t, "Resumed: receivers take messages again.", eval[string](t, b, `document.querySelector('p.flash').textContent`))
+	b.nothingRan(t)
+
 	// On a phone's width, the list fits: no sideways scrolling.
 	b.do(t, chromedp.EmulateViewport(390, 844), chromedp.Navigate(root+"dead"), chromedp.WaitVisible(chromedp.CSS("table.list")))
 	assert.LessOrEqual(t, eval[int](t, b, `document.documentElement.scrollWidth`), 390)

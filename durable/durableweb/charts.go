@@ -162,10 +162,11 @@ func (d *Dashboard) statsJSON(w http.ResponseWriter, r *http.Request) {
 		InFlight int               `json:"in_flight"`
 		Dead     int               `json:"dead"`
 		NextDue  *time.Time        `json:"next_due,omitempty"`
+		Paused   bool              `json:"paused"`
 		Error    string            `json:"error,omitempty"`
 		Counts   *Counts           `json:"counts,omitempty"`
 		Fields   map[string]string `json:"fields"`
-	}{Pending: st.Pending, InFlight: st.InFlight, Dead: st.Dead, Fields: map[string]string{}}
+	}{Pending: st.Pending, InFlight: st.InFlight, Dead: st.Dead, Paused: st.Paused, Fields: map[string]string{}}
 	f := out.Fields
 	if err != nil {
 		out.Error = describe(err)

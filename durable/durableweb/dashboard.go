@@ -87,14 +87,16 @@ var securityHeaders = map[string]string{
 	"Cross-Origin-Resource-Policy": "same-origin",
 }
 
-// The action paths: POST only, and none at all when ReadOnly. (Pause and
-// resume, when the queue has them, are two more of these, with a badge in
-// the page's header.)
+// The action paths: POST only, and none at all when ReadOnly. Pause and
+// resume (durable.Queue.Pause, Resume) go with a badge in the page's
+// header while the queue is paused.
 var actions = map[string]func(*Dashboard, http.ResponseWriter, *http.Request){
 	"requeue":     (*Dashboard).requeue,
 	"requeue-all": (*Dashboard).requeueAll,
 	"cancel":      (*Dashboard).cancelMessage,
 	"enqueue":     (*Dashboard).enqueue,
+	"pause":       (*Dashboard).pause,
+	"resume":      (*Dashboard).resume,
 }
 
 // ServeHTTP serves the dashboard's pages, its assets and its actions.

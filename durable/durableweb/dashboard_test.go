@@ -89,13 +89,16 @@ func TestActionsRefuseCrossSiteRequests(t *testing.T) {
 		{"trusted origin without token", url.Values{"id": {"d1"}}, map[string]string{"Origin": "https://ops.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
 	}
 	for _, c := range cases {
-		for _, action := range []string{"requeue", "cancel", "requeue-all"} {
+		for _, action := range []string{"requeue", "cancel", "requeue-all", "pause"} {
 			resp, _ := post(t, srv, "/queue/"+action, c.form, c.headers)
 			assert.Equal(t, c.status, resp.StatusCode, "%s: %s", action, c.name)
 		}
 		info, err := q.Get(ctx, "d1")
 		require.NoError(t, err, c.name)
 		require.Equal(t, durable.Dead, info.State, "%s changed nothing", c.name)
+		st, err := q.Stats(ctx)
+		require.NoError(t, err)
+		require.False(t, st.Paused, "%s did not pause", c.name)
 	}
 
 	// GET never acts.
@@ -132,7 +135,7 @@ func TestReadOnlyServesNoAction(t *testing.T) {
 	}
 	resp, _ := get(t, srv, "/queue/new")
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
-	for _, action := range []string{"requeue", "requeue-all", "cancel", "enqueue"} {
+	for _, action := range []string{"requeue", "requeue-all", "cancel", "enqueue", "pause", "resume"} {
 		resp, _ := post(t, srv, "/queue/"+action, url.Values{"id": {"d1"}}, map[string]string{"Sec-Fetch-Site": "same-origin"})
 		assert.Equal(t, http.StatusForbidden, resp.StatusCode, action)
 	}
@@ -140,6 +143,7 @@ func TestReadOnlyServesNoAction(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, st.Dead)
 	assert.Equal(t, 1, st.Pending)
+	assert.False(t, st.Paused)
 }
 
 func TestActions(t *testing.T) {
@@ -318,4 +322,38 @@ func TestTrustedOrigins(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, st.Dead)
 	assert.Equal(t, 1, st.Pending)
+}
+
+func TestPauseAndResumeActions(t *testing.T) {
+	q := newQueue(t)
+	ctx := context.Background()
+	_, srv := newDashboard(t, q)
+	_, body := get(t, srv, "/queue/")
+	tok := token(t, body)
+	assert.Contains(t, body, `action="pause"`)
+	assert.Regexp(t, `<span class="badge paused" data-paused hidden>paused</span>`, body)
+	same := map[string]string{"Sec-Fetch-Site": "same-origin"}
+
+	resp, _ := post(t, srv, "/queue/pause", url.Values{"token": {tok}}, same)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	assert.Equal(t, "./?done=paused", resp.Header.Get("Location"))
+	st, err := q.Stats(ctx)
+	require.NoError(t, err)
+	assert.True(t, st.Paused)
+	_, body = get(t, srv, "/queue/?done=paused")
+	assert.Contains(t, body, `<span class="badge paused" data-paused>paused</span>`)
+	assert.Contains(t, body, `action="resume"`)
+	assert.NotContains(t, body, `action="pause"`)
+	assert.Contains(t, body, "Paused: no process receives")
+	_, body = get(t, srv, "/queue/stats.json")
+	assert.Contains(t, body, `"paused":true`)
+
+	resp, _ = post(t, srv, "/queue/resume", url.Values{"token": {tok}}, same)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	assert.Equal(t, "./?done=resumed", resp.Header.Get("Location"))
+	st, err = q.Stats(ctx)
+	require.NoError(t, err)
+	assert.False(t, st.Paused)
+	_, body = get(t, srv, "/queue/stats.json")
+	assert.Contains(t, body, `"paused":false`)
 }

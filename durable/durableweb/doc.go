@@ -3,7 +3,8 @@
 // hour, the throughput and lateness an Observer saw, each state's messages
 // as a list paged with the queue's cursors and filtered by ID prefix, each
 // message with its payload, and actions on them (requeue, cancel, enqueue)
-// unless the dashboard is ReadOnly.
+// and on the queue (pause and resume, see durable.Queue.Pause; a badge in
+// the header says when it is paused) unless the dashboard is ReadOnly.
 //
 // Mount it under any prefix of a service's mux:
 //

@@ -110,6 +110,7 @@ type overviewData struct {
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	v := d.newView(r.Context(), "Overview", "")
+	v.Flash = flash(r.URL.Query())
 	od := overviewData{Observed: d.cfg.observer != nil}
 	if od.Observed {
 		od.Totals = d.cfg.observer.Counts()
@@ -285,6 +286,10 @@ func flash(q map[string][]string) string {
 		return fmt.Sprintf("Cancelled %q.", id)
 	case "enqueued":
 		return fmt.Sprintf("Enqueued %q.", id)
+	case "paused":
+		return "Paused: no process receives from the queue until it is resumed."
+	case "resumed":
+		return "Resumed: receivers take messages again."
 	}
 	return ""
 }

@@ -40,6 +40,7 @@ type Store struct {
 	closed bool
 	msgs   map[string]*message
 	series map[string]durable.Series
+	paused bool   // see SetPaused
 	seq    uint64 // the last sequence number given (see message.seq)
 	token  uint64 // the last fencing token given
 }
@@ -231,6 +232,10 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 	horizon := now.Add(max(p.Ahead, 0))
 	handOut := p.Limit - max(p.Held, 0) // how many due by now the claim may hand out
 	var c durable.Claimed
+	if s.paused {
+		// A paused queue leases nothing; its leases expire as usual.
+		return durable.Claimed{Now: now, NextDeadline: s.first(durable.InFlight), Paused: true}, nil
+	}
 	for _, m := range s.sorted(durable.Pending) {
 		if len(c.Leases) >= p.Limit || m.at.After(horizon) {
 			break
@@ -269,9 +274,32 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 }
 
 // Confirm implements durable.Store: the lease is handed out, and an
-// Enqueue or Cancel no longer takes it back.
+// Enqueue or Cancel no longer takes it back; unless the queue is paused
+// and the lease not confirmed yet: then ErrPaused, changing nothing.
 func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
-	return s.withLease(id, token, func(m *message) { m.held = false })
+	paused := false
+	err := s.withLease(id, token, func(m *message) {
+		if m.held && s.paused {
+			paused = true
+			return
+		}
+		m.held = false
+	})
+	if err == nil && paused {
+		err = durable.ErrPaused
+	}
+	return err
+}
+
+// SetPaused implements durable.Store. The store is not a Notifier: a
+// Queue's Resume wakes the queues of this process on the store itself.
+func (s *Store) SetPaused(ctx context.Context, paused bool) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	s.paused = paused
+	return nil
 }
 
 // Ack implements durable.Store.
@@ -442,6 +470,7 @@ func (s *Store) Stats(ctx context.Context) (durable.Stats, error) {
 		}
 	}
 	st.NextDue = s.first(durable.Pending)
+	st.Paused = s.paused
 	return st, nil
 }
 

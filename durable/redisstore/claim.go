@@ -19,6 +19,7 @@ type result struct {
 	leases                     []durable.Lease
 	deadline                   int64 // of the leases
 	dueSoon                    int64 // pending messages left due by the horizon (Claim)
+	paused                     bool  // the shard is paused (Claim)
 	// read counts the expired leases a call of Expired read, and full is
 	// set if it read as many as asked: the shard may have more.
 	read int
@@ -67,6 +68,7 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 		DueSoon: int(min(m.dueSoon, MaxClaim))}
 	for _, r := range rs {
 		c.Leases = append(c.Leases, r.leases...)
+		c.Paused = c.Paused || r.paused
 	}
 	if len(rs) > 1 {
 		sortLeases(c.Leases)
@@ -134,15 +136,15 @@ func (s *Store) claimShard(ctx context.Context, sh, limit, handOut int, lease, a
 	if err != nil {
 		return result{}, err
 	}
-	a, err := replyArray(r, 6)
+	a, err := replyArray(r, 7)
 	if err != nil {
 		return result{}, err
 	}
-	n, err := replyInts(append(a[:4:4], a[5]))
+	n, err := replyInts(append(a[:4:4], a[5], a[6]))
 	if err != nil {
 		return result{}, err
 	}
-	res := result{now: n[0], deadline: n[1], nextDue: n[2], nextDeadline: n[3], dueSoon: n[4]}
+	res := result{now: n[0], deadline: n[1], nextDue: n[2], nextDeadline: n[3], dueSoon: n[4], paused: n[5] == 1}
 	ls, err := replyArray(a[4], -1)
 	if err != nil {
 		return result{}, err

@@ -18,7 +18,8 @@
 //	tw:{orders}:pending   sorted set of pending messages, by due time
 //	tw:{orders}:inflight  sorted set of leased messages, by lease deadline
 //	tw:{orders}:dead      sorted set of dead messages, by time of death
-//	tw:{orders}:meta      hash: ID -> state, order, attempt, fencing token, enqueue nonce
+//	tw:{orders}:meta      hash: ID -> state, order, attempt, fencing token, enqueue nonce;
+//	                      and the field "" -> "1" while the queue is paused (Queue.Pause)
 //	tw:{orders}:payload   hash: ID -> payload
 //	tw:{orders}:error     hash: ID -> the text of its last failed attempt's error
 //	tw:{orders}:enqueued  hash: ID -> when it was first enqueued (µs)
@@ -77,6 +78,8 @@
 // Ack, Cancel, Enqueue and trims leave the entries of the new hashes
 // behind: one small string per message, and a message that such a
 // process replaced may show the former one's LastError and EnqueuedAt.
+// Processes of versions before pausing (durable.Queue.Pause) do not see a
+// pause: they go on claiming while it lasts.
 //
 // # Scripts and fencing
 //

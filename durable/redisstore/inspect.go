@@ -279,7 +279,7 @@ func (s *Store) Stats(ctx context.Context) (durable.Stats, error) {
 		if err != nil {
 			return err
 		}
-		a, err := replyArray(r, 4)
+		a, err := replyArray(r, 5)
 		if err != nil {
 			return err
 		}
@@ -289,6 +289,7 @@ func (s *Store) Stats(ctx context.Context) (durable.Stats, error) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
+		st.Paused = st.Paused || n[4] == 1
 		st.Pending += int(n[0])
 		st.InFlight += int(n[1])
 		st.Dead += int(n[2])

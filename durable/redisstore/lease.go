@@ -16,10 +16,13 @@ func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
 	if err != nil {
 		return wrap("confirm", err)
 	}
-	if r != int64(1) {
-		return durable.ErrLeaseLost
+	switch r {
+	case int64(1):
+		return nil
+	case int64(2):
+		return durable.ErrPaused
 	}
-	return nil
+	return durable.ErrLeaseLost
 }
 
 // Ack implements durable.Store.

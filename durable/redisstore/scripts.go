@@ -12,7 +12,9 @@ import (
 //	KEYS[1]  pending_key   sorted set: member prefix..ID, score due time (µs)
 //	KEYS[2]  inflight_key  sorted set: member ID, score lease deadline (µs)
 //	KEYS[3]  dead_key      sorted set: member prefix..ID, score time of death (µs)
-//	KEYS[4]  meta_key      hash: ID -> "state|prefix|attempt|token|nonce"
+//	KEYS[4]  meta_key      hash: ID -> "state|prefix|attempt|token|nonce";
+//	                       and the empty field "" (no ID is empty) -> "1"
+//	                       while the queue is paused (see pauseScript)
 //	KEYS[5]  payload_key   hash: ID -> payload
 //	KEYS[6]  seq_key       counter of the order in which messages became pending or died
 //	KEYS[7]  token_key     counter of fencing tokens
@@ -257,6 +259,8 @@ return n
 `)
 
 // claimScript leases pending messages due by Redis's now plus a horizon,
+// or nothing if the queue is paused (the field "" of meta, see
+// pauseScript),
 // earliest first: in state f (handed out) the first handout of those due
 // by now, in state a (claimed ahead, waiting for Confirm) the others; each
 // until lease after its due time or now, whichever is later. It stops
@@ -272,7 +276,8 @@ return n
 //	returns  {now, now+lease, next due, next deadline, {ID, payload,
 //	         attempt, token, due score, nanoseconds, last error, 1 if in
 //	         state a else 0, ...}, pending messages left due by the
-//	         horizon}; a missing next due or deadline is -1
+//	         horizon, 1 if paused else 0}; a missing next due or deadline
+//	         is -1 (next due is -1 when paused)
 var claimScript = redis.NewScript(prelude + `
 local limit = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
@@ -283,6 +288,9 @@ local now = now_us()
 local deadline = now + lease
 local horizon = now + ahead
 local out = {}
+if redis.call('HEXISTS', meta_key, '') == 1 then
+  return {now, deadline, -1, head(inflight_key), out, 0, 1}
+end
 if limit > 0 then
   local due = redis.call('ZRANGEBYSCORE', pending_key, '-inf', num(horizon), 'WITHSCORES', 'LIMIT', 0, limit)
   local members, ids = {}, {}
@@ -336,7 +344,7 @@ if limit > 0 then
     end
   end
 end
-return {now, deadline, head(pending_key), head(inflight_key), out, redis.call('ZCOUNT', pending_key, '-inf', num(horizon))}
+return {now, deadline, head(pending_key), head(inflight_key), out, redis.call('ZCOUNT', pending_key, '-inf', num(horizon)), 0}
 `)
 
 // ackScript deletes an in-flight message if the lease is current.
@@ -428,12 +436,14 @@ return 1
 //	ARGV[1]  id   the message's ID
 //	ARGV[2]  tok  the token of the lease
 //	returns  1 if the lease is current (whether it was confirmed already
-//	         or not), 0 if it is lost
+//	         or not), 0 if it is lost, 2 if it is claimed ahead and the
+//	         queue is paused (changing nothing)
 var confirmScript = redis.NewScript(prelude + `
 local id = ARGV[1]
 local tok = ARGV[2]
 local m = meta(redis.call('HGET', meta_key, id))
 if not leased(m, tok) then return 0 end
+if m.st == 'a' and redis.call('HEXISTS', meta_key, '') == 1 then return 2 end
 if m.st == 'a' then
   redis.call('HSET', meta_key, id, mkmeta('f', m.pre, m.att, m.tok, m))
 end
@@ -548,9 +558,30 @@ return {0, out}
 // statsScript counts the shard's messages. It only reads.
 //
 //	KEYS     the shard's (see above)
-//	returns  {pending, in flight, dead, next due (-1 if none)}
+//	returns  {pending, in flight, dead, next due (-1 if none), 1 if
+//	         paused else 0}
 var statsScript = redis.NewScript(prelude + `
-return {redis.call('ZCARD', pending_key), redis.call('ZCARD', inflight_key), redis.call('ZCARD', dead_key), head(pending_key)}
+return {redis.call('ZCARD', pending_key), redis.call('ZCARD', inflight_key), redis.call('ZCARD', dead_key), head(pending_key),
+  redis.call('HEXISTS', meta_key, '')}
+`)
+
+// pauseScript pauses the queue's shard or resumes it: the field "" of
+// meta (never an ID, which is not empty) holds "1" while it is paused.
+// A resume publishes on the wake channel, as an Enqueue of a new earliest
+// message does, so that receivers of every process claim again.
+//
+//	KEYS     the shard's (see above)
+//	ARGV[1]  paused  1 to pause, 0 to resume
+//	returns  1 if it changed the state, 0 if it was so already
+var pauseScript = redis.NewScript(prelude + `
+if ARGV[1] == '1' then
+  return redis.call('HSET', meta_key, '', '1')
+end
+local n = redis.call('HDEL', meta_key, '')
+if n == 1 then
+  redis.call(PUB, wake_key, num(now_us()))
+end
+return n
 `)
 
 // getScript reads what the shard holds under one ID. It only reads.

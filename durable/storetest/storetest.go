@@ -39,6 +39,10 @@
 // DeleteSeries). A store that cannot keep series as configured passes it
 // by returning an error wrapping durable.ErrSeriesUnsupported from each.
 //
+// Pause: the group Pause checks SetPaused and what it does to Claim,
+// Confirm and Stats. A store that cannot pause passes it by returning an
+// error wrapping durable.ErrPauseUnsupported, changing nothing.
+//
 // What the suite cannot check through a Harness, which makes one handle
 // per store: that a Notifier wakes when another handle on the same
 // backend writes (it checks that the channel given back by Wakeups' stop
@@ -110,6 +114,7 @@ var rules = []group{
 	{"Stats", statsRules},
 	{"Close", closeRules},
 	{"Series", seriesRules},
+	{"Pause", pauseRules},
 	{"Notifier", notifierRules},
 }
 

@@ -38,7 +38,13 @@
         if (!r.ok) { throw new Error('HTTP ' + r.status); }
         return r.json();
       })
-      .then(function (d) { show(d.fields || {}); })
+      .then(function (d) {
+        show(d.fields || {});
+        var badges = document.querySelectorAll('[data-paused]');
+        for (var k = 0; k < badges.length; k++) {
+          badges[k].hidden = !d.paused;
+        }
+      })
       .catch(function () { /* keep what is shown; try again later */ })
       .then(function () { window.setTimeout(refresh, every); });
   }

@@ -25,16 +25,29 @@ import (
 
 // ackManySQL deletes the messages of the leases ($2 ids, $3 tokens, in ID
 // order, so that two batches lock rows in one order) that are current,
-// and returns their tokens.
+// and returns their tokens, each with true (done).
 const ackManySQL = `DELETE FROM {T} t USING unnest($2::bytea[], $3::bigint[]) AS a(id, token)
 WHERE t.queue = $1::text AND t.id = a.id AND t.token = a.token AND t.state = 2
-RETURNING t.token`
+RETURNING t.token, true`
 
 // confirmManySQL hands out the leases that are current, and returns their
-// tokens.
-const confirmManySQL = `UPDATE {T} t SET held = false FROM unnest($2::bytea[], $3::bigint[]) AS a(id, token)
-WHERE t.queue = $1::text AND t.id = a.id AND t.token = a.token AND t.state = 2
-RETURNING t.token`
+// tokens with true; while the queue is paused, it leaves those claimed
+// ahead and not confirmed yet as they are, and returns their tokens with
+// false (see durable.ErrPaused).
+const confirmManySQL = `WITH p AS MATERIALIZED (
+	SELECT EXISTS (SELECT 1 FROM {QUEUES} q WHERE q.queue = $1::text AND q.paused) AS paused
+),
+u AS (
+	UPDATE {T} t SET held = false FROM unnest($2::bytea[], $3::bigint[]) AS a(id, token)
+	WHERE t.queue = $1::text AND t.id = a.id AND t.token = a.token AND t.state = 2
+		AND NOT (t.held AND (SELECT paused FROM p))
+	RETURNING t.token
+)
+SELECT u.token, true FROM u
+UNION ALL
+SELECT t.token, false FROM {T} t, unnest($2::bytea[], $3::bigint[]) AS a(id, token)
+WHERE (SELECT paused FROM p) AND t.queue = $1::text AND t.id = a.id AND t.token = a.token
+	AND t.state = 2 AND t.held`
 
 // maxBatch bounds the calls of one statement of many leases.
 const maxBatch = 500
@@ -141,8 +154,9 @@ type lease struct {
 }
 
 // newLeaseCoalescer returns the coalescer of the statement sql of many
-// leases ($1 queue, $2 ids, $3 tokens, returning the tokens of the leases
-// it changed), for the operation op.
+// leases ($1 queue, $2 ids, $3 tokens, returning the token of each lease
+// it changed with true, and of each it refused for a pause with false),
+// for the operation op.
 func newLeaseCoalescer(s *Store, op, sql string) *coalescer[lease] {
 	return &coalescer[lease]{
 		take: takeLeases,
@@ -167,7 +181,8 @@ func takeLeases(waiting []*call[lease]) (batch, rest []*call[lease]) {
 }
 
 // sendLeases runs sql for the leases of batch: a call's outcome is nil if
-// its lease was current, ErrLeaseLost if not, or the statement's error.
+// its lease was current, ErrLeaseLost if not, ErrPaused if the statement
+// says so (a Confirm while paused), or the statement's error.
 func sendLeases(s *Store, op, sql string, batch []*call[lease]) {
 	slices.SortFunc(batch, func(x, y *call[lease]) int { return bytes.Compare(x.arg.id, y.arg.id) })
 	ids := make([][]byte, len(batch))
@@ -187,24 +202,33 @@ func sendLeases(s *Store, op, sql string, batch []*call[lease]) {
 		fail(err)
 		return
 	}
-	done := make(map[int64]bool, len(batch))
+	outcome := make(map[int64]error, len(batch))
 	for rows.Next() {
-		var tok int64
-		if err := rows.Scan(&tok); err != nil {
+		var (
+			tok  int64
+			done bool
+		)
+		if err := rows.Scan(&tok, &done); err != nil {
 			rows.Close()
 			fail(err)
 			return
 		}
-		done[tok] = true
+		if done {
+			outcome[tok] = nil
+		} else {
+			outcome[tok] = durable.ErrPaused
+		}
 	}
 	if err := rows.Err(); err != nil {
 		fail(err)
 		return
 	}
 	for _, c := range batch {
-		if !done[c.arg.token] {
-			c.err = durable.ErrLeaseLost
+		err, ok := outcome[c.arg.token]
+		if !ok {
+			err = durable.ErrLeaseLost
 		}
+		c.err = err
 	}
 }
 

@@ -10,6 +10,9 @@ import (
 // claimSQL leases up to $2 pending messages due by the database's now
 // plus $4 µs, earliest first, in one statement:
 //
+//   - n reads the database's now, and whether the queue is paused (then
+//     c takes nothing: the check is part of the claim);
+//
 //   - c locks them, FOR UPDATE SKIP LOCKED in (due, seq) order on the
 //     pending index, so that concurrent claims take different messages
 //     and never wait for each other;
@@ -28,15 +31,17 @@ import (
 //     claimed), the earliest deadline in flight (of those it sees and
 //     those it made), and how many pending are still due by the horizon
 //     (up to $7), and whether it locked messages it then left pending
-//     (beyond $6 bytes). With no lease, one row of hints alone.
+//     (beyond $6 bytes), and whether the queue is paused. With no lease,
+//     one row of hints alone.
 //
 //     $1 queue, $2 limit, $3 how many due by now may be handed out, $4 ahead
 //     (µs), $5 lease (µs), $6 payload bytes, $7 cap of DueSoon
-const claimSQL = `WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
+const claimSQL = `WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now, 
+	EXISTS (SELECT 1 FROM {QUEUES} q WHERE q.queue = $1::text AND q.paused) AS paused),
 c AS MATERIALIZED (
 	SELECT t.id, t.due, t.seq, octet_length(t.payload)::bigint AS size
 	FROM {T} t
-	WHERE t.queue = $1::text AND t.state = 1
+	WHERE t.queue = $1::text AND t.state = 1 AND NOT (SELECT paused FROM n)
 		AND t.due <= (SELECT now FROM n) + $4::bigint * interval '1 microsecond'
 	ORDER BY t.due, t.seq
 	LIMIT $2::bigint
@@ -77,7 +82,8 @@ SELECT u.id, u.payload, u.due, u.attempt, u.token, u.deadline, u.held, u.last_er
 			AND p.due <= (SELECT now FROM n) + $4::bigint * interval '1 microsecond'
 		ORDER BY p.due, p.seq LIMIT $2::bigint + $7::bigint) x
 	WHERE x.id NOT IN (SELECT k.id FROM k)),
-	(SELECT count(*) FROM c) > (SELECT count(*) FROM k)
+	(SELECT count(*) FROM c) > (SELECT count(*) FROM k),
+	n.paused
 FROM n LEFT JOIN u ON true
 ORDER BY u.rn`
 
@@ -125,13 +131,15 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 			now                    time.Time
 			nextDue, nextDeadline  *time.Time
 			dueSoon                int64
+			paused                 bool
 		)
 		if err := rows.Scan(&id, &payload, &due, &attempt, &token, &deadline, &held, &lastError, &ready,
-			&now, &nextDue, &nextDeadline, &dueSoon, &cut); err != nil {
+			&now, &nextDue, &nextDeadline, &dueSoon, &cut, &paused); err != nil {
 			return durable.Claimed{}, wrap("claim", err)
 		}
 		c.Now, c.NextDue, c.NextDeadline = now, orZero(nextDue), orZero(nextDeadline)
 		c.DueSoon = int(min(dueSoon, maxDueSoon))
+		c.Paused = paused
 		if id == nil {
 			continue // no lease: the row of hints alone
 		}
@@ -152,7 +160,7 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 		return durable.Claimed{}, wrap("claim", err)
 	}
 	horizon := c.Now.Add(max(p.Ahead, 0))
-	if !cut && len(c.Leases) < limit && !c.NextDue.IsZero() && !c.NextDue.After(horizon) {
+	if !c.Paused && !cut && len(c.Leases) < limit && !c.NextDue.IsZero() && !c.NextDue.After(horizon) {
 		// Messages due by the horizon that the claim did not lease,
 		// though it could have: others hold them locked (a claim in
 		// progress, a transaction that replaces them). Claiming again at

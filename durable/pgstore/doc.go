@@ -14,11 +14,13 @@
 //
 // # Layout
 //
-// New creates, in the schema "public" (WithSchema for another), one table
-// for every queue of the schema, two sequences and a table of schema
-// versions:
+// New creates, in the schema "public" (WithSchema for another), tables
+// shared by every queue of the schema, two sequences and a table of
+// schema versions:
 //
 //	timingwheel_messages        one row per message: (queue, id) is the primary key
+//	timingwheel_series          one row per series of Queue.Schedule: (queue, name)
+//	timingwheel_queues          one row per queue ever paused: its paused flag
 //	timingwheel_seq             sequence: the order of writes among equal times
 //	timingwheel_token           sequence: the fencing tokens
 //	timingwheel_schema_version  the versions of the schema applied
@@ -68,6 +70,9 @@
 //     outcome (ErrLeaseLost for a lease that is not current).
 //   - AdvanceSeries (Queue.Schedule): one transaction that locks the
 //     series' row. Series, ListSeries, DeleteSeries: one statement.
+//   - SetPaused (Queue.Pause, Resume): one statement on the table of the
+//     queues' flags, which every claim and confirmation reads (a primary
+//     key lookup); a resume notifies the queue's channel in it.
 //   - Cancel, Requeue, Get: one statement by primary key. Expired, List,
 //     DeadLetters: one index range scan. Stats counts the queue's entries
 //     of each state's index: O(n).

@@ -41,14 +41,15 @@ const deadLettersSQL = `SELECT id, payload, died_at FROM {T}
 WHERE queue = $1::text AND state = 3 ORDER BY died_at, seq LIMIT $2::bigint`
 
 // statsSQL counts the messages of each state, each on its state's index,
-// and reads the earliest due time.
+// and reads the earliest due time and whether the queue is paused.
 //
 //	$1 queue
 const statsSQL = `SELECT
 	(SELECT count(*) FROM {T} WHERE queue = $1::text AND state = 1),
 	(SELECT count(*) FROM {T} WHERE queue = $1::text AND state = 2),
 	(SELECT count(*) FROM {T} WHERE queue = $1::text AND state = 3),
-	(SELECT due FROM {T} WHERE queue = $1::text AND state = 1 ORDER BY due, seq LIMIT 1)`
+	(SELECT due FROM {T} WHERE queue = $1::text AND state = 1 ORDER BY due, seq LIMIT 1),
+	EXISTS (SELECT 1 FROM {QUEUES} WHERE queue = $1::text AND paused)`
 
 // scanInfo reads the infoColumns of a row, and then into extra.
 func scanInfo(row pgx.Row, extra ...any) (durable.Info, error) {
@@ -188,9 +189,11 @@ func (s *Store) Stats(ctx context.Context) (durable.Stats, error) {
 	var (
 		pending, inFlight, dead int64
 		nextDue                 *time.Time
+		paused                  bool
 	)
-	if err := s.pool.QueryRow(ctx, s.sql.stats, s.queue).Scan(&pending, &inFlight, &dead, &nextDue); err != nil {
+	if err := s.pool.QueryRow(ctx, s.sql.stats, s.queue).Scan(&pending, &inFlight, &dead, &nextDue, &paused); err != nil {
 		return durable.Stats{}, wrap("stats", err)
 	}
-	return durable.Stats{Pending: int(pending), InFlight: int(inFlight), Dead: int(dead), NextDue: orZero(nextDue)}, nil
+	return durable.Stats{Pending: int(pending), InFlight: int(inFlight), Dead: int(dead), NextDue: orZero(nextDue),
+		Paused: paused}, nil
 }

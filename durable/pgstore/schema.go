@@ -10,12 +10,13 @@ import (
 // SchemaVersion is the version of the tables this package reads and
 // writes. New migrates older tables to it (unless WithoutMigrate) and
 // refuses newer ones (ErrSchemaTooNew).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // The objects of a schema, shared by all the queues in it.
 const (
 	messagesTable = "timingwheel_messages"
 	seriesTable   = "timingwheel_series"
+	queuesTable   = "timingwheel_queues"
 	versionTable  = "timingwheel_schema_version"
 	seqSequence   = "timingwheel_seq"
 	tokenSequence = "timingwheel_token"
@@ -27,6 +28,7 @@ type names struct {
 	schema   string // quoted schema name
 	messages string // quoted table names
 	series   string
+	queues   string
 	version  string
 	seq      string // the sequences, as string literals for nextval
 	token    string
@@ -38,6 +40,7 @@ func newNames(schema string) names {
 		schema:   pgx.Identifier{schema}.Sanitize(),
 		messages: q(messagesTable),
 		series:   q(seriesTable),
+		queues:   q(queuesTable),
 		version:  q(versionTable),
 		seq:      quoteLiteral(q(seqSequence)),
 		token:    quoteLiteral(q(tokenSequence)),
@@ -50,10 +53,11 @@ func quoteLiteral(s string) string {
 }
 
 // expand replaces the placeholders of an SQL template: {T} the messages
-// table, {SER} the series table, {V} the version table, {S} the schema,
+// table, {SER} the series table, {QUEUES} the table of the queues' flags,
+// {V} the version table, {S} the schema,
 // {SEQ} and {TOK} the sequences (as literals, for nextval).
 func (n names) expand(sql string) string {
-	return strings.NewReplacer("{T}", n.messages, "{SER}", n.series, "{V}", n.version, "{S}", n.schema,
+	return strings.NewReplacer("{T}", n.messages, "{SER}", n.series, "{QUEUES}", n.queues, "{V}", n.version, "{S}", n.schema,
 		"{SEQ}", n.seq, "{TOK}", n.token).Replace(sql)
 }
 
@@ -104,6 +108,14 @@ var migrations = [][]string{
 	next_ns     bigint NOT NULL,
 	pending     bytea  NOT NULL,
 	PRIMARY KEY (queue, name)
+)`,
+	},
+	// Version 3: a row per queue that was ever paused, with its flag
+	// (Queue.Pause), read by every claim and confirmation.
+	{
+		`CREATE TABLE IF NOT EXISTS {QUEUES} (
+	queue  text    PRIMARY KEY,
+	paused boolean NOT NULL
 )`,
 	},
 }

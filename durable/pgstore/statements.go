@@ -17,6 +17,7 @@ type statements struct {
 	seriesLock, seriesCreate                  string
 	seriesUpdate, seriesGet                   string
 	seriesList, seriesDelete                  string
+	setPaused                                 string
 	list                                      [durable.Dead + 1][2]string // by state: first page, after a cursor
 }
 
@@ -42,6 +43,7 @@ func newStatements(n names) statements {
 		seriesGet:    n.expand(seriesGetSQL),
 		seriesList:   n.expand(seriesListSQL),
 		seriesDelete: n.expand(seriesDeleteSQL),
+		setPaused:    n.expand(setPausedSQL),
 	}
 	for state, col := range map[durable.State]string{durable.Pending: "due", durable.InFlight: "deadline", durable.Dead: "died_at"} {
 		r := strings.NewReplacer("{COL}", col, "{STATE}", strconv.Itoa(int(state)))

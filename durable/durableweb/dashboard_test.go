@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed64e23a5c/timingwheel"
 	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
@@ -356,4 +357,29 @@ func TestPauseAndResumeActions(t *testing.T) {
 	assert.False(t, st.Paused)
 	_, body = get(t, srv, "/queue/stats.json")
 	assert.Contains(t, body, `"paused":false`)
+}
+
+// The overview lists the queue's series (Queue.Schedule) by name, with
+// their last and next times, escaped like everything producers write.
+func TestOverviewShowsSchedules(t *testing.T) {
+	q := newQueue(t)
+	ctx := context.Background()
+	_, srv := newDashboard(t, q)
+	_, body := get(t, srv, "/queue/")
+	assert.NotContains(t, body, "<h2>Schedules</h2>", "no section without series")
+
+	require.NoError(t, q.Schedule(ctx, "hourly-report", timingwheel.Every(time.Hour), []byte("r")))
+	require.NoError(t, q.Schedule(ctx, "x"+evilImg, timingwheel.Every(time.Minute), nil))
+	series, err := q.Schedules(ctx)
+	require.NoError(t, err)
+	require.Len(t, series, 2)
+	resp, body := get(t, srv, "/queue/")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, body, "<h2>Schedules</h2>")
+	assert.Contains(t, body, "hourly-report")
+	assert.Contains(t, body, "x&lt;img src=x", "a series' name is escaped")
+	assert.NotContains(t, body, "<img src=x")
+	for _, s := range series {
+		assert.Contains(t, body, s.Next.UTC().Format("2006-01-02 15:04:05"), "%s: its next time", s.Name)
+	}
 }

@@ -106,6 +106,10 @@ type overviewData struct {
 	Rates    rates
 	Lateness Lateness
 	Totals   Counts
+	// Schedules are the queue's series (Queue.Schedule), by name; none
+	// for a store that keeps no series.
+	Schedules    []durable.ScheduleInfo
+	SchedulesErr string
 }
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
@@ -116,6 +120,14 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		od.Totals = d.cfg.observer.Counts()
 		od.Lateness = d.cfg.observer.Lateness()
 		od.Rates = perMinute(d.ring.samples(), time.Minute)
+	}
+	series, err := d.q.Schedules(r.Context())
+	switch {
+	case errors.Is(err, durable.ErrSeriesUnsupported):
+	case err != nil:
+		od.SchedulesErr = describe(err)
+	default:
+		od.Schedules = series
 	}
 	v.Data = od
 	d.render(w, http.StatusOK, "overview", v)

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -59,6 +60,11 @@ const maxBatch = 500
 type coalescer[T any] struct {
 	take func(waiting []*call[T]) (batch, rest []*call[T])
 	send func(batch []*call[T])
+	// yield lets the goroutines that can run go first before the leader
+	// takes a batch, so that more join it: for the producers' enqueues,
+	// not on the deliveries' path (acks, confirmations), where it made
+	// the lateness of deliveries worse.
+	yield bool
 
 	mu      sync.Mutex
 	busy    bool // a leader is running a statement
@@ -128,6 +134,13 @@ func (c *coalescer[T]) leave(me *call[T]) bool {
 // runBatch, run by the leader, sends the calls waiting that take picks
 // as one statement, and passes the lead on to the first call left.
 func (c *coalescer[T]) runBatch() {
+	if c.yield {
+		// The callers of the last statement were just woken, and many
+		// call again at once (a producer's next enqueue): let them run
+		// before the batch is taken, so that they join it rather than the
+		// next. With nobody else to run, this returns at once.
+		runtime.Gosched()
+	}
 	c.mu.Lock()
 	batch, rest := c.take(c.waiting)
 	c.waiting = rest
@@ -157,10 +170,11 @@ type lease struct {
 // leases ($1 queue, $2 ids, $3 tokens, returning the token of each lease
 // it changed with true, and of each it refused for a pause with false),
 // for the operation op.
-func newLeaseCoalescer(s *Store, op, sql string) *coalescer[lease] {
+func newLeaseCoalescer(s *Store, op, sql string, yield bool) *coalescer[lease] {
 	return &coalescer[lease]{
-		take: takeLeases,
-		send: func(batch []*call[lease]) { sendLeases(s, op, sql, batch) },
+		yield: yield,
+		take:  takeLeases,
+		send:  func(batch []*call[lease]) { sendLeases(s, op, sql, batch) },
 	}
 }
 

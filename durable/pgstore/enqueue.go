@@ -266,7 +266,7 @@ func (s *Store) Requeue(ctx context.Context, id string, due time.Time) error {
 // newEnqueueCoalescer returns the coalescer of the Enqueue calls of s
 // that fit one statement.
 func newEnqueueCoalescer(s *Store) *coalescer[*enqueueBatch] {
-	return &coalescer[*enqueueBatch]{take: takeEnqueues, send: func(batch []*call[*enqueueBatch]) { sendEnqueues(s, batch) }}
+	return &coalescer[*enqueueBatch]{yield: true, take: takeEnqueues, send: func(batch []*call[*enqueueBatch]) { sendEnqueues(s, batch) }}
 }
 
 // takeEnqueues picks the first calls waiting whose messages fit one

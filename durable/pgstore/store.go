@@ -88,8 +88,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, queue string, opts ...Option) 
 	}
 	s := &Store{pool: pool, queue: queue, opts: o, channel: channelName(o.schema, queue)}
 	s.sql = newStatements(newNames(o.schema))
-	s.acks = newLeaseCoalescer(s, "ack", s.sql.ackMany)
-	s.confirms = newLeaseCoalescer(s, "confirm", s.sql.confirmMany)
+	s.acks = newLeaseCoalescer(s, "ack", s.sql.ackMany, false)
+	s.confirms = newLeaseCoalescer(s, "confirm", s.sql.confirmMany, false)
 	s.enqueues = newEnqueueCoalescer(s)
 	s.wake.init(s)
 	return s, nil

@@ -109,8 +109,8 @@ func semverOK(v string) bool {
 func export(repo, dir string) error {
 	archive := exec.Command("git", "-C", repo, "archive", "--format=tar", "HEAD")
 	untar := exec.Command("tar", "-x", "-C", dir)
-	var stderr bytes.Buffer
-	archive.Stderr, untar.Stderr = &stderr, &stderr
+	var archiveErr, untarErr bytes.Buffer // one each: the two write at once
+	archive.Stderr, untar.Stderr = &archiveErr, &untarErr
 	pipe, err := archive.StdoutPipe()
 	if err != nil {
 		return err
@@ -120,10 +120,10 @@ func export(repo, dir string) error {
 		return err
 	}
 	if err := archive.Run(); err != nil {
-		return fmt.Errorf("git archive: %v: %s", err, stderr.String())
+		return fmt.Errorf("git archive: %v: %s", err, archiveErr.String())
 	}
 	if err := untar.Wait(); err != nil {
-		return fmt.Errorf("tar: %v: %s", err, stderr.String())
+		return fmt.Errorf("tar: %v: %s", err, untarErr.String())
 	}
 	return nil
 }

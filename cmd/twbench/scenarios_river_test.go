@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/seed64e23a5c/timingwheel/internal/pgtest"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,18 +19,18 @@ import (
 
 // postgresEnv names the environment variable that gives the tests a
 // PostgreSQL to run on: a pgx DSN whose user may create databases, such
-// as postgres:///postgres?host=/tmp&user=postgres. The tests that need
-// one are skipped without it.
+// as postgres:///postgres?host=/tmp&user=postgres. Without it, a test
+// starts a server of its own (see internal/pgtest).
 const postgresEnv = "TWBENCH_POSTGRES"
 
-// testPostgres returns the DSN of postgresEnv, or skips the test.
+// testPostgres returns the DSN of postgresEnv, or of a server started for
+// t (which skips t without PostgreSQL, unless REQUIRE_POSTGRES=1).
 func testPostgres(t *testing.T) string {
 	t.Helper()
-	dsn := os.Getenv(postgresEnv)
-	if dsn == "" {
-		t.Skipf("set %s to a PostgreSQL DSN (postgres://...) to run this test", postgresEnv)
+	if dsn := os.Getenv(postgresEnv); dsn != "" {
+		return dsn
 	}
-	return dsn
+	return pgtest.ForTest(t).URL()
 }
 
 // TestRiverNeedsPostgres checks that the river scenario, named without a

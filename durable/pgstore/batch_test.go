@@ -38,7 +38,7 @@ func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQu
 func tracedPool(t *testing.T) (*pgxpool.Pool, *statementCounter) {
 	t.Helper()
 	testPool(t) // skips without PostgreSQL
-	cfg, err := pgxpool.ParseConfig(server.connString() + " pool_max_conns=20")
+	cfg, err := pgxpool.ParseConfig(server.ConnString() + " pool_max_conns=20")
 	require.NoError(t, err)
 	counter := &statementCounter{marker: "unnest($2::bytea[], $3::bigint[])"}
 	cfg.ConnConfig.Tracer = counter

@@ -356,7 +356,7 @@ type child struct {
 func childEnvOf(role, app, schema, queue string) map[string]string {
 	return map[string]string{
 		childEnv:       role,
-		childConnEnv:   server.connString() + " application_name=" + app,
+		childConnEnv:   server.ConnString() + " application_name=" + app,
 		childSchemaEnv: schema,
 		childQueueEnv:  queue,
 	}

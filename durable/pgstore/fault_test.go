@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/pgtest"
 )
 
 // TestBadArguments: a nil pool, a bad queue name or bad options give an
@@ -65,11 +66,7 @@ func TestCancelledContext(t *testing.T) {
 // their context's deadline instead of hanging, and work again once it is
 // back (the pool opens new connections).
 func TestDatabaseGone(t *testing.T) {
-	testPool(t) // skips without PostgreSQL
-	srv, err := startPostgres()
-	require.NoError(t, err)
-	defer srv.remove()
-	defer func() { _ = srv.stop("immediate") }()
+	srv := pgtest.ForTest(t) // a server of its own: the test stops it
 	pool, err := newPool(srv)
 	require.NoError(t, err)
 	defer pool.Close()
@@ -79,7 +76,7 @@ func TestDatabaseGone(t *testing.T) {
 	waitListening(t, s, w)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 
-	require.NoError(t, srv.stop("immediate"))
+	require.NoError(t, srv.Stop("immediate"))
 	for name, call := range map[string]func(context.Context) error{
 		"Enqueue": func(c context.Context) error { return s.Enqueue(c, []durable.Message{msg("b", time.Time{})}) },
 		"Claim": func(c context.Context) error {
@@ -98,7 +95,7 @@ func TestDatabaseGone(t *testing.T) {
 	require.Eventually(t, func() bool { return s.wake.listening.Load() == 0 }, 10*time.Second, time.Millisecond,
 		"the listening connection is gone")
 
-	require.NoError(t, srv.start())
+	require.NoError(t, srv.StartAgain())
 	require.Eventually(t, func() bool { return s.wake.listening.Load() == 1 }, 20*time.Second, 10*time.Millisecond,
 		"listening again")
 	requireWakeup(t, w, "on listening again")
@@ -112,7 +109,7 @@ func TestDatabaseGone(t *testing.T) {
 
 	// An Ack that returned nil survives a crash too.
 	require.NoError(t, s.Ack(ctx, "a", c.Leases[0].Token))
-	require.NoError(t, srv.restart("immediate"))
+	require.NoError(t, srv.Restart("immediate"))
 	require.Eventually(t, func() bool {
 		_, err = s.Get(ctx, "a")
 		return errors.Is(err, durable.ErrNotFound)

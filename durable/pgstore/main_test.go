@@ -14,12 +14,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/pgtest"
 )
 
 // The package's tests share one server, started by TestMain, and one pool
 // on it; each test makes stores of fresh queues.
 var (
-	server     *pgServer
+	server     *pgtest.Server
 	sharedPool *pgxpool.Pool
 	// skipReason, if not empty, skips every test: there is no PostgreSQL.
 	skipReason string
@@ -35,8 +36,8 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
-	srv, err := startPostgres()
-	if errors.Is(err, errNoPostgres) && os.Getenv("REQUIRE_POSTGRES") != "1" {
+	srv, err := pgtest.Start()
+	if errors.Is(err, pgtest.ErrNoPostgres) && os.Getenv("REQUIRE_POSTGRES") != "1" {
 		skipReason = "skipped: " + err.Error() + " (set REQUIRE_POSTGRES=1 to fail instead)"
 		fmt.Fprintln(os.Stderr, "pgstore:", skipReason)
 		return m.Run()
@@ -46,17 +47,17 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	server = srv
-	defer srv.remove()
+	defer srv.Remove()
 	pool, err := newPool(srv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "pgstore:", err)
-		_ = srv.stop("fast")
+		_ = srv.Stop("fast")
 		return 1
 	}
 	sharedPool = pool
 	code := m.Run()
 	pool.Close()
-	if err := srv.stop("fast"); err != nil {
+	if err := srv.Stop("fast"); err != nil {
 		fmt.Fprintln(os.Stderr, "pgstore:", err)
 	}
 	if code == 0 {
@@ -69,8 +70,8 @@ func runTests(m *testing.M) int {
 }
 
 // newPool returns a pool on srv, which the caller closes.
-func newPool(srv *pgServer) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(srv.connString() + " pool_max_conns=20")
+func newPool(srv *pgtest.Server) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(srv.ConnString() + " pool_max_conns=20")
 	if err != nil {
 		return nil, err
 	}

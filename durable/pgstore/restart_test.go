@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/pgtest"
 )
 
 // TestServerRestartUnderLoad stops a server of the test's own with
@@ -25,11 +26,7 @@ import (
 // every message whose Enqueue returned nil was delivered, none before its
 // due time, and none whose Ack returned nil was delivered again.
 func TestServerRestartUnderLoad(t *testing.T) {
-	testPool(t) // skips without PostgreSQL
-	srv, err := startPostgres()
-	require.NoError(t, err)
-	t.Cleanup(srv.remove)
-	t.Cleanup(func() { _ = srv.stop("immediate") })
+	srv := pgtest.ForTest(t) // a server of its own: the test stops it
 	pool, err := newPool(srv)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
@@ -134,13 +131,13 @@ func TestServerRestartUnderLoad(t *testing.T) {
 	began := time.Now()
 	require.Eventually(t, func() bool { n, _ := count(began); return n >= 100 }, time.Minute, 5*time.Millisecond,
 		"deliveries before the crash")
-	require.NoError(t, srv.stop("immediate"))
+	require.NoError(t, srv.Stop("immediate"))
 	stopped := time.Now()
 	before := failures.Load()
 	require.Eventually(t, func() bool { return failures.Load() > before }, 10*time.Second, time.Millisecond,
 		"calls fail while the server is down")
 	time.Sleep(time.Until(stopped.Add(time.Second))) // the outage lasts a second
-	require.NoError(t, srv.start())
+	require.NoError(t, srv.StartAgain())
 	now := time.Now()
 	restarted.Store(&now)
 	failed := failures.Load() - before

@@ -1,6 +1,14 @@
-package pgstore
+// Package pgtest starts PostgreSQL servers for the tests that need one,
+// with the policy every such test follows: initdb and pg_ctl from
+// /usr/lib/postgresql/*/bin (or PATH), a temporary directory, a unix
+// socket only; as the user postgres when run as root, since PostgreSQL
+// refuses to run as root; skip with a message when the binaries are
+// absent, unless REQUIRE_POSTGRES=1 (as in CI), which makes that a
+// failure.
+package pgtest
 
 import (
+	"net/url"
 	"errors"
 	"fmt"
 	"os"
@@ -10,17 +18,18 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 )
 
-// errNoPostgres is returned by startPostgres when it finds no PostgreSQL
+// ErrNoPostgres is returned by Start when it finds no PostgreSQL
 // binaries.
-var errNoPostgres = errors.New("no PostgreSQL binaries (initdb, pg_ctl) in /usr/lib/postgresql/*/bin nor in PATH")
+var ErrNoPostgres = errors.New("no PostgreSQL binaries (initdb, pg_ctl) in /usr/lib/postgresql/*/bin nor in PATH")
 
-// A pgServer is a PostgreSQL server the tests started, in a temporary
+// A Server is a PostgreSQL server the tests started, in a temporary
 // directory, listening on a unix socket only. PostgreSQL refuses to run as
 // root: as root, the server runs as the user postgres (with runuser),
 // which owns the directory.
-type pgServer struct {
+type Server struct {
 	bin   string // the directory of initdb and pg_ctl
 	dir   string // the temporary directory: data, sock, postgres.log
 	runAs string // the user to run the server as, or "" for ourselves
@@ -43,7 +52,7 @@ func findPostgres() (string, error) {
 	if p, err := exec.LookPath("pg_ctl"); err == nil && isFile(filepath.Join(filepath.Dir(p), "initdb")) {
 		return filepath.Dir(p), nil
 	}
-	return "", errNoPostgres
+	return "", ErrNoPostgres
 }
 
 func isFile(path string) bool {
@@ -51,9 +60,10 @@ func isFile(path string) bool {
 	return err == nil && !fi.IsDir()
 }
 
-// startPostgres makes a new cluster in a temporary directory and starts
-// it. The caller stops it (stop) and removes it (remove).
-func startPostgres() (*pgServer, error) {
+// Start makes a new cluster in a temporary directory and starts
+// it. The caller stops it (Stop) and removes it (Remove); a test can use
+// ForTest, which does both.
+func Start() (*Server, error) {
 	bin, err := findPostgres()
 	if err != nil {
 		return nil, err
@@ -62,25 +72,25 @@ func startPostgres() (*pgServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &pgServer{bin: bin, dir: dir}
+	s := &Server{bin: bin, dir: dir}
 	if err := s.init(); err != nil {
-		s.remove()
+		s.Remove()
 		return nil, err
 	}
-	if err := s.start(); err != nil {
-		s.remove()
+	if err := s.StartAgain(); err != nil {
+		s.Remove()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *pgServer) data() string    { return filepath.Join(s.dir, "data") }
-func (s *pgServer) sock() string    { return filepath.Join(s.dir, "sock") }
-func (s *pgServer) logFile() string { return filepath.Join(s.dir, "postgres.log") }
+func (s *Server) data() string    { return filepath.Join(s.dir, "data") }
+func (s *Server) sock() string    { return filepath.Join(s.dir, "sock") }
+func (s *Server) logFile() string { return filepath.Join(s.dir, "postgres.log") }
 
 // init makes the directories, hands them to the postgres user if we are
 // root, and runs initdb.
-func (s *pgServer) init() error {
+func (s *Server) init() error {
 	if err := os.Mkdir(s.sock(), 0o700); err != nil {
 		return err
 	}
@@ -112,7 +122,7 @@ func (s *pgServer) init() error {
 
 // command is the command of the PostgreSQL program name, run as the
 // server's user, in its directory.
-func (s *pgServer) command(name string, args ...string) *exec.Cmd {
+func (s *Server) command(name string, args ...string) *exec.Cmd {
 	path := filepath.Join(s.bin, name)
 	var cmd *exec.Cmd
 	if s.runAs != "" {
@@ -124,10 +134,11 @@ func (s *pgServer) command(name string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// start starts the server and waits until it accepts connections: on a
+// StartAgain starts the server again after Stop (Start runs it first), and
+// waits until it accepts connections: on a
 // unix socket in sock, no TCP, without fsync (a crash of the machine
 // would lose data; a crash of the server loses nothing committed).
-func (s *pgServer) start() error {
+func (s *Server) StartAgain() error {
 	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off -c max_connections=300", s.sock())
 	out, err := s.command("pg_ctl", "-D", s.data(), "-l", s.logFile(), "-w", "-t", "60", "-o", opts, "start").CombinedOutput()
 	if err != nil {
@@ -136,10 +147,10 @@ func (s *pgServer) start() error {
 	return nil
 }
 
-// stop stops the server in mode "fast" (a clean shutdown that ends the
+// Stop stops the server in mode "fast" (a clean shutdown that ends the
 // sessions), "smart" or "immediate" (as a crash would: recovery at the
 // next start).
-func (s *pgServer) stop(mode string) error {
+func (s *Server) Stop(mode string) error {
 	out, err := s.command("pg_ctl", "-D", s.data(), "-m", mode, "-w", "-t", "60", "stop").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("pg_ctl stop -m %s: %v\n%s", mode, err, out)
@@ -147,28 +158,53 @@ func (s *pgServer) stop(mode string) error {
 	return nil
 }
 
-// restart stops the server in mode and starts it again, on the same
+// Restart stops the server in mode and starts it again, on the same
 // socket and data.
-func (s *pgServer) restart(mode string) error {
-	if err := s.stop(mode); err != nil {
+func (s *Server) Restart(mode string) error {
+	if err := s.Stop(mode); err != nil {
 		return err
 	}
-	return s.start()
+	return s.StartAgain()
 }
 
-// remove deletes the server's directory; stop it first.
-func (s *pgServer) remove() { _ = os.RemoveAll(s.dir) }
+// Remove deletes the server's directory; stop it first.
+func (s *Server) Remove() { _ = os.RemoveAll(s.dir) }
 
-// connString is the connection string of the database postgres.
-func (s *pgServer) connString() string {
+// ConnString is the connection string of the database postgres.
+func (s *Server) ConnString() string {
 	return fmt.Sprintf("host=%s user=postgres dbname=postgres", s.sock())
 }
 
-func (s *pgServer) logTail() string {
+// URL is the database postgres as a postgres:// URL, for programs that
+// take one (twbench's -store).
+func (s *Server) URL() string {
+	return "postgres:///postgres?host=" + url.QueryEscape(s.sock()) + "&user=postgres"
+}
+
+func (s *Server) logTail() string {
 	b, _ := os.ReadFile(s.logFile())
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) > 20 {
 		lines = lines[len(lines)-20:]
 	}
 	return "\npostgres.log:\n" + strings.Join(lines, "\n")
+}
+
+// ForTest starts a server for t, stopped and removed when t ends. Without
+// PostgreSQL binaries it skips t with a message, or fails it if
+// REQUIRE_POSTGRES=1.
+func ForTest(t testing.TB) *Server {
+	t.Helper()
+	srv, err := Start()
+	if errors.Is(err, ErrNoPostgres) && os.Getenv("REQUIRE_POSTGRES") != "1" {
+		t.Skipf("%v: skipping (apt-get install postgresql, or set REQUIRE_POSTGRES=1 to fail instead)", err)
+	}
+	if err != nil {
+		t.Fatalf("starting PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = srv.Stop("immediate")
+		srv.Remove()
+	})
+	return srv
 }

@@ -8,9 +8,9 @@
 package pgtest
 
 import (
-	"net/url"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel/internal/dedup"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
@@ -166,7 +168,7 @@ func enqueueBatches(msgs []durable.Message) ([]*enqueueBatch, error) {
 			return nil, err
 		}
 	}
-	msgs = lastOfEachID(msgs)
+	msgs = dedup.LastOfEachID(msgs)
 	var out []*enqueueBatch
 	for i := range msgs {
 		m := &msgs[i]
@@ -206,29 +208,6 @@ func (s *Store) enqueue(ctx context.Context, q querier, b *enqueueBatch) error {
 		return fmt.Errorf("wrote %d messages of %d", written, len(b.ids))
 	}
 	return nil
-}
-
-// lastOfEachID returns msgs without the messages that a later one of the
-// same ID replaces: writing them would change nothing in the end, and
-// ON CONFLICT DO UPDATE cannot write a row twice in one statement.
-func lastOfEachID(msgs []durable.Message) []durable.Message {
-	if len(msgs) <= 1 {
-		return msgs
-	}
-	last := make(map[string]int, len(msgs))
-	for i := range msgs {
-		last[msgs[i].ID] = i
-	}
-	if len(last) == len(msgs) {
-		return msgs
-	}
-	out := make([]durable.Message, 0, len(last))
-	for i := range msgs {
-		if last[msgs[i].ID] == i {
-			out = append(out, msgs[i])
-		}
-	}
-	return out
 }
 
 // Cancel implements durable.Store: one statement.

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel/internal/dedup"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/seed64e23a5c/timingwheel/durable"
 )
@@ -35,7 +37,7 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 			return err
 		}
 	}
-	msgs = lastOfEachID(msgs)
+	msgs = dedup.LastOfEachID(msgs)
 	nonce := fmt.Sprintf("%016x", rand.Uint64())
 	// The script calls of each shard, the messages in their order.
 	calls := make([][]*enqueueCall, len(s.shards))
@@ -69,29 +71,6 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 		}
 		return s.enqueueTx(ctx, calls, sh)
 	}))
-}
-
-// lastOfEachID returns msgs without the messages that a later one of the
-// same ID replaces: writing them would change nothing in the end, and
-// every ID is written once by a call, which the nonce requires.
-func lastOfEachID(msgs []durable.Message) []durable.Message {
-	if len(msgs) == 1 {
-		return msgs
-	}
-	last := make(map[string]int, len(msgs))
-	for i := range msgs {
-		last[msgs[i].ID] = i
-	}
-	if len(last) == len(msgs) {
-		return msgs
-	}
-	out := make([]durable.Message, 0, len(last))
-	for i := range msgs {
-		if last[msgs[i].ID] == i {
-			out = append(out, msgs[i])
-		}
-	}
-	return out
 }
 
 // An enqueueCall is the arguments of one call of the enqueue script.

@@ -122,7 +122,7 @@ func TestPauseGivesBackClaimedAhead(t *testing.T) {
 	due := mock.Now().Add(30 * time.Millisecond)
 	require.NoError(t, q.Enqueue(ctx, Message{ID: "a", Due: due}))
 	got := receiveAsync(ctx, q)
-	require.Eventually(t, func() bool { return q.heldAhead("a") != nil }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return q.heldAhead([]Message{{ID: "a"}})["a"] != nil }, 5*time.Second, time.Millisecond,
 		"the receiver holds a, claimed ahead")
 
 	require.NoError(t, q.Pause(ctx))

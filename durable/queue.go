@@ -153,10 +153,7 @@ func (q *Queue) Enqueue(ctx context.Context, msgs ...Message) error {
 	if err := validateBatch(msgs); err != nil {
 		return err
 	}
-	held := make([]*Delivery, len(msgs))
-	for i := range msgs {
-		held[i] = q.heldAhead(msgs[i].ID)
-	}
+	held := q.heldAhead(msgs)
 	err := q.call(func() error { return q.store.Enqueue(ctx, msgs) })
 	if err != nil {
 		return err
@@ -164,9 +161,9 @@ func (q *Queue) Enqueue(ctx context.Context, msgs ...Message) error {
 	// A receiver of this process that held an old version since before
 	// the write stops waiting for it: the store took it back, and its
 	// Confirm would fail. One that claimed since holds the new version.
+	q.revokeIfHeld(held)
 	earliest := msgs[0].Due
 	for i := range msgs {
-		q.revokeIfHeld(msgs[i].ID, held[i])
 		if msgs[i].Due.Before(earliest) {
 			earliest = msgs[i].Due
 		}
@@ -212,14 +209,14 @@ func validateBatch(msgs []Message) error {
 // expire, instead. Once Cancel returns true, no receiver hands the
 // message out.
 func (q *Queue) Cancel(ctx context.Context, id string) (bool, error) {
-	held := q.heldAhead(id)
+	held := q.heldAhead([]Message{{ID: id}})
 	var found bool
 	err := q.call(func() (err error) {
 		found, err = q.store.Cancel(ctx, id)
 		return err
 	})
 	if found {
-		q.revokeIfHeld(id, held)
+		q.revokeIfHeld(held)
 	}
 	return found, err
 }

@@ -181,26 +181,42 @@ func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 	return nil, errRevoked
 }
 
-// heldAhead returns the delivery of id this process holds ahead, if any.
-func (q *Queue) heldAhead(id string) *Delivery {
+// heldAhead returns the deliveries this process holds ahead of the IDs of
+// msgs, by ID: nil if it holds none (it usually holds none, and then
+// nothing is allocated). One lock for a whole batch.
+func (q *Queue) heldAhead(msgs []Message) map[string]*Delivery {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.ahead[id]
+	if len(q.ahead) == 0 {
+		return nil
+	}
+	var held map[string]*Delivery
+	for i := range msgs {
+		if d := q.ahead[msgs[i].ID]; d != nil {
+			if held == nil {
+				held = make(map[string]*Delivery)
+			}
+			held[msgs[i].ID] = d
+		}
+	}
+	return held
 }
 
-// revokeIfHeld takes held, the delivery of id held before a write that
-// took it back in the store, from the Receive that holds it, if it still
-// does. A delivery claimed after the write is left alone: it is the new
-// version.
-func (q *Queue) revokeIfHeld(id string, held *Delivery) {
-	if held == nil {
+// revokeIfHeld takes each delivery of held, held before a write that took
+// its message back in the store, from the Receive that holds it, if it
+// still does. A delivery claimed after the write is left alone: it is the
+// new version.
+func (q *Queue) revokeIfHeld(held map[string]*Delivery) {
+	if len(held) == 0 {
 		return
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.ahead[id] == held {
-		held.revoked = true
-		delete(q.ahead, id)
+	for id, d := range held {
+		if q.ahead[id] == d {
+			d.revoked = true
+			delete(q.ahead, id)
+		}
 	}
 }
 

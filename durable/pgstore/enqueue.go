@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 	"github.com/seed64e23a5c/timingwheel/internal/dedup"
 
 	"github.com/jackc/pgx/v5"
@@ -94,7 +95,7 @@ type querier interface {
 // writing any, and writes them with one statement, or, for a batch of
 // more than 1000 messages or 16 MiB, with several in one transaction. Of
 // messages of the same ID in msgs the last is written, as two calls would.
-// Calls made at the same time share a statement (see coalescer): each is
+// Calls made at the same time share a statement (see coalesce.Coalescer): each is
 // still written whole or not at all.
 func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 	if err := s.check(); err != nil {
@@ -105,7 +106,7 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 		return err
 	}
 	if len(batches) == 1 {
-		return s.enqueues.do(ctx, batches[0])
+		return s.enqueues.Do(ctx, batches[0])
 	}
 	return wrap("enqueue", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		for _, b := range batches {
@@ -244,19 +245,19 @@ func (s *Store) Requeue(ctx context.Context, id string, due time.Time) error {
 
 // newEnqueueCoalescer returns the coalescer of the Enqueue calls of s
 // that fit one statement.
-func newEnqueueCoalescer(s *Store) *coalescer[*enqueueBatch] {
-	return &coalescer[*enqueueBatch]{yield: true, take: takeEnqueues, send: func(batch []*call[*enqueueBatch]) { sendEnqueues(s, batch) }}
+func newEnqueueCoalescer(s *Store) *coalesce.Coalescer[*enqueueBatch] {
+	return &coalesce.Coalescer[*enqueueBatch]{Yield: true, Take: takeEnqueues, Send: func(batch []*coalesce.Call[*enqueueBatch]) { sendEnqueues(s, batch) }}
 }
 
 // takeEnqueues picks the first calls waiting whose messages fit one
 // statement together and hold no ID twice (ON CONFLICT cannot write a row
 // twice in a statement); the first that does not fit waits for the next
 // statement, and so do the calls after it.
-func takeEnqueues(waiting []*call[*enqueueBatch]) (batch, rest []*call[*enqueueBatch]) {
+func takeEnqueues(waiting []*coalesce.Call[*enqueueBatch]) (batch, rest []*coalesce.Call[*enqueueBatch]) {
 	var rows, size int
 	ids := make(map[string]bool)
 	for i, c := range waiting {
-		b := c.arg
+		b := c.Arg
 		if len(batch) > 0 && (rows+len(b.ids) > maxEnqueueRows || size+b.bytes > maxEnqueueBytes || b.holdsAny(ids)) {
 			return batch, waiting[i:]
 		}
@@ -282,26 +283,26 @@ func (b *enqueueBatch) holdsAny(ids map[string]bool) bool {
 // sendEnqueues writes the messages of the calls of batch with one
 // statement, all or none. If it fails, and there was more than one call,
 // each call is written on its own, so that each has its own outcome.
-func sendEnqueues(s *Store, batch []*call[*enqueueBatch]) {
+func sendEnqueues(s *Store, batch []*coalesce.Call[*enqueueBatch]) {
 	if len(batch) == 1 {
-		batch[0].err = wrap("enqueue", s.enqueue(batch[0].ctx, s.pool, batch[0].arg))
+		batch[0].Err = wrap("enqueue", s.enqueue(batch[0].Ctx, s.pool, batch[0].Arg))
 		return
 	}
 	all := &enqueueBatch{}
 	for _, c := range batch {
-		all.ids = append(all.ids, c.arg.ids...)
-		all.payloads = append(all.payloads, c.arg.payloads...)
-		all.dues = append(all.dues, c.arg.dues...)
-		all.now = append(all.now, c.arg.now...)
-		all.bytes += c.arg.bytes
+		all.ids = append(all.ids, c.Arg.ids...)
+		all.payloads = append(all.payloads, c.Arg.payloads...)
+		all.dues = append(all.dues, c.Arg.dues...)
+		all.now = append(all.now, c.Arg.now...)
+		all.bytes += c.Arg.bytes
 	}
-	ctx, cancel := batchContext(batch)
+	ctx, cancel := coalesce.Context(batch)
 	err := s.enqueue(ctx, s.pool, all)
 	cancel()
 	for _, c := range batch {
 		if err == nil {
 			continue
 		}
-		c.err = wrap("enqueue", s.enqueue(c.ctx, s.pool, c.arg))
+		c.Err = wrap("enqueue", s.enqueue(c.Ctx, s.pool, c.Arg))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 )
 
 // Ending and changing leases: Confirm, Ack, Retry, Release and Extend,
@@ -76,20 +77,20 @@ SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM gone)`
 
 // Confirm implements durable.Store: one statement, shared with the
 // confirmations of other goroutines under way at the same time (see
-// coalescer).
+// coalesce.Coalescer).
 func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
 	return s.coalesced(ctx, s.confirms, id, token)
 }
 
 // Ack implements durable.Store: one statement, which deletes the row,
 // shared with the acks of other goroutines under way at the same time
-// (see coalescer).
+// (see coalesce.Coalescer).
 func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
 	return s.coalesced(ctx, s.acks, id, token)
 }
 
 // coalesced runs the call on lease (id, token) through c.
-func (s *Store) coalesced(ctx context.Context, c *coalescer[lease], id string, token uint64) error {
+func (s *Store) coalesced(ctx context.Context, c *coalesce.Coalescer[lease], id string, token uint64) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func (s *Store) coalesced(ctx context.Context, c *coalescer[lease], id string, t
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return c.do(ctx, lease{id: []byte(id), token: tok})
+	return c.Do(ctx, lease{id: []byte(id), token: tok})
 }
 
 // Extend implements durable.Store: one statement. by is rounded up to the

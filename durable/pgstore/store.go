@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 )
 
 // Batch limits, each bounding the work of one statement.
@@ -49,9 +50,9 @@ type Store struct {
 	closed atomic.Bool
 	wake   notifier
 
-	// The calls that share statements (see coalescer).
-	acks, confirms *coalescer[lease]
-	enqueues       *coalescer[*enqueueBatch]
+	// The calls that share statements (see coalesce.Coalescer).
+	acks, confirms *coalesce.Coalescer[lease]
+	enqueues       *coalesce.Coalescer[*enqueueBatch]
 }
 
 var (

@@ -1,0 +1,225 @@
+package coalesce
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A lone call is sent at once, alone, and gets its own outcome.
+func TestALoneCallIsSentAlone(t *testing.T) {
+	var batches [][]int
+	c := &Coalescer[int]{Send: func(batch []*Call[int]) {
+		var args []int
+		for _, b := range batch {
+			args = append(args, b.Arg)
+			b.Err = errors.New("outcome of " + string(rune('0'+b.Arg)))
+		}
+		batches = append(batches, args)
+	}}
+	err := c.Do(context.Background(), 7)
+	require.EqualError(t, err, "outcome of 7")
+	assert.Equal(t, [][]int{{7}}, batches)
+}
+
+// Calls that arrive while a batch is under way go together in the next
+// one, each with its own outcome, and nothing is sent twice or lost.
+func TestCallsArrivingMeanwhileShareTheNextBatch(t *testing.T) {
+	first := make(chan struct{})
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var batches [][]int
+	c := &Coalescer[int]{Send: func(batch []*Call[int]) {
+		var args []int
+		for _, b := range batch {
+			args = append(args, b.Arg)
+			if b.Arg%2 == 1 {
+				b.Err = errors.New("odd")
+			}
+		}
+		mu.Lock()
+		batches = append(batches, args)
+		n := len(batches)
+		mu.Unlock()
+		if n == 1 {
+			close(first)
+			<-release
+		}
+	}}
+	errs := make([]error, 6)
+	var wg sync.WaitGroup
+	wg.Go(func() { errs[0] = c.Do(context.Background(), 0) })
+	<-first
+	for i := 1; i < 6; i++ {
+		wg.Go(func() { errs[i] = c.Do(context.Background(), i) })
+	}
+	// The five wait behind the first batch.
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.waiting) == 5
+	}, 10*time.Second, time.Millisecond)
+	close(release)
+	wg.Wait()
+
+	require.Len(t, batches, 2)
+	assert.Equal(t, []int{0}, batches[0])
+	assert.ElementsMatch(t, []int{1, 2, 3, 4, 5}, batches[1])
+	for i, err := range errs {
+		if i%2 == 1 {
+			assert.EqualError(t, err, "odd", "call %d", i)
+		} else {
+			assert.NoError(t, err, "call %d", i)
+		}
+	}
+}
+
+// Take picks a batch; the calls it leaves are sent in later batches, led
+// by the first of them.
+func TestTakeLeavesTheRestForLaterBatches(t *testing.T) {
+	first := make(chan struct{})
+	release := make(chan struct{})
+	var batches [][]int
+	c := &Coalescer[int]{
+		Take: func(waiting []*Call[int]) (batch, rest []*Call[int]) {
+			n := min(2, len(waiting))
+			return waiting[:n], waiting[n:]
+		},
+		Send: func(batch []*Call[int]) {
+			var args []int
+			for _, b := range batch {
+				args = append(args, b.Arg)
+			}
+			batches = append(batches, args)
+			if len(batches) == 1 {
+				close(first)
+				<-release
+			}
+		},
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { assert.NoError(t, c.Do(context.Background(), 0)) })
+	<-first
+	for i := 1; i <= 5; i++ {
+		wg.Go(func() { assert.NoError(t, c.Do(context.Background(), i)) })
+	}
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.waiting) == 5
+	}, 10*time.Second, time.Millisecond)
+	close(release)
+	wg.Wait()
+
+	require.Len(t, batches, 4, "%v", batches) // {0}, then 5 calls two by two
+	var sent []int
+	for i, b := range batches {
+		if i > 0 {
+			assert.LessOrEqual(t, len(b), 2)
+		}
+		sent = append(sent, b...)
+	}
+	assert.ElementsMatch(t, []int{0, 1, 2, 3, 4, 5}, sent)
+}
+
+// A call whose context ends while it waits is not sent, and its caller
+// gets the context's error; the others are sent.
+func TestACallCanceledWhileWaitingIsNotSent(t *testing.T) {
+	first := make(chan struct{})
+	release := make(chan struct{})
+	var sent []int
+	c := &Coalescer[int]{Send: func(batch []*Call[int]) {
+		for _, b := range batch {
+			sent = append(sent, b.Arg)
+		}
+		if len(sent) == 1 {
+			close(first)
+			<-release
+		}
+	}}
+	var wg sync.WaitGroup
+	wg.Go(func() { assert.NoError(t, c.Do(context.Background(), 0)) })
+	<-first
+	ctx, cancel := context.WithCancel(context.Background())
+	canceled := make(chan error)
+	go func() { canceled <- c.Do(ctx, 1) }()
+	wg.Go(func() { assert.NoError(t, c.Do(context.Background(), 2)) })
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.waiting) == 2
+	}, 10*time.Second, time.Millisecond)
+	cancel()
+	assert.ErrorIs(t, <-canceled, context.Canceled)
+	close(release)
+	wg.Wait()
+	assert.Equal(t, []int{0, 2}, sent)
+}
+
+// Yield changes nothing of what is sent.
+func TestYieldSendsEveryCall(t *testing.T) {
+	var mu sync.Mutex
+	count := 0
+	c := &Coalescer[int]{Yield: true, Send: func(batch []*Call[int]) {
+		mu.Lock()
+		count += len(batch)
+		mu.Unlock()
+	}}
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() { assert.NoError(t, c.Do(context.Background(), i)) })
+	}
+	wg.Wait()
+	assert.Equal(t, 100, count)
+	assert.False(t, c.leading, "the last leader left the coalescer idle")
+}
+
+// A batch's context ends at the latest of its calls' deadlines, never if
+// one has none, and not when a caller cancels.
+func TestContextEndsAtTheLatestDeadline(t *testing.T) {
+	type key struct{}
+	base := context.WithValue(context.Background(), key{}, "first")
+	soon, cancelSoon := context.WithTimeout(base, time.Hour)
+	defer cancelSoon()
+	later, cancelLater := context.WithTimeout(context.Background(), 2*time.Hour)
+	defer cancelLater()
+	want, _ := later.Deadline()
+
+	ctx, cancel := Context([]*Call[int]{{Ctx: soon}, {Ctx: later}})
+	defer cancel()
+	got, ok := ctx.Deadline()
+	require.True(t, ok)
+	assert.Equal(t, want, got)
+	assert.Equal(t, "first", ctx.Value(key{}), "the first call's values")
+	cancelSoon()
+	assert.NoError(t, ctx.Err(), "a caller's cancellation does not end the batch")
+
+	ctx2, cancel2 := Context([]*Call[int]{{Ctx: later}, {Ctx: context.Background()}})
+	defer cancel2()
+	_, ok = ctx2.Deadline()
+	assert.False(t, ok, "a call without a deadline: the batch has none")
+}
+
+// Distinct picks up to its limit, one call per key, in order; the others
+// wait, in order.
+func TestDistinct(t *testing.T) {
+	take := Distinct(3, func(s string) byte { return s[0] })
+	var waiting []*Call[string]
+	for _, s := range []string{"a1", "b1", "a2", "c1", "d1", "b2"} {
+		waiting = append(waiting, &Call[string]{Arg: s})
+	}
+	batch, rest := take(waiting)
+	args := func(cs []*Call[string]) (out []string) {
+		for _, c := range cs {
+			out = append(out, c.Arg)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"a1", "b1", "c1"}, args(batch))
+	assert.Equal(t, []string{"a2", "d1", "b2"}, args(rest))
+}

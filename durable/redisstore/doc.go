@@ -85,9 +85,20 @@
 //
 // Enqueue, Claim (which promotes due messages and leases them at once),
 // Confirm, Ack, Retry, Release, Extend, Cancel, Requeue and Expired are
-// each one Lua script,
-// run with EVALSHA (EVAL when Redis does not have it cached), so each is
-// atomic. Claim and Expired handle at most MaxClaim and MaxReap messages
+// each one Lua script, run with EVALSHA (EVAL when Redis does not have it
+// cached), so each is atomic.
+//
+// Enqueue, Ack and Confirm calls that goroutines of a process make at the
+// same time share script calls: the calls that arrive while one such
+// script is under way go together in the next (the acks and the
+// confirmations of each shard apart, and apart from the enqueues, so that
+// a delivery's confirmation never waits behind producers' writes). A lone
+// call waits for nothing but its own script; each call still gets its own
+// outcome, and calls that write one ID go in different scripts, in order.
+// The scripts of many messages write them with one command per hash and
+// sorted set, not one per message.
+//
+// Claim and Expired handle at most MaxClaim and MaxReap messages
 // per call, so a backlog of millions coming due at once never blocks Redis
 // for more than a few milliseconds; and a Claim, like each script of
 // DeadLetters, reads about 4 MiB of payloads at most (one message if it is

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 	"github.com/seed64e23a5c/timingwheel/internal/dedup"
 
 	"github.com/redis/go-redis/v9"
@@ -21,10 +22,14 @@ import (
 // with a MULTI/EXEC transaction of several. With shards on Redis Cluster,
 // the batch is atomic within each shard only (see WithShards).
 //
-// Each call has a random nonce, stored with the messages it writes: if
-// go-redis sends the call again because its reply was lost, the messages
-// already written are left as they are, even if a consumer has claimed
-// one meanwhile (see the package documentation).
+// Calls made at the same time share a round trip (see coalesce.Coalescer):
+// each is written all or none, as if the calls had been made one after
+// the other, and each caller gets the outcome of the round trip.
+//
+// Each round trip has a random nonce, stored with the messages it writes:
+// if go-redis sends the call again because its reply was lost, the
+// messages already written are left as they are, even if a consumer has
+// claimed one meanwhile (see the package documentation).
 func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 	if s.closed.Load() {
 		return durable.ErrClosed
@@ -37,7 +42,76 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 			return err
 		}
 	}
-	msgs = dedup.LastOfEachID(msgs)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.enqueues.Do(ctx, dedup.LastOfEachID(msgs))
+}
+
+// newEnqueueCoalescer returns the coalescer of the Enqueue calls of s.
+func newEnqueueCoalescer(s *Store) *coalesce.Coalescer[[]durable.Message] {
+	return &coalesce.Coalescer[[]durable.Message]{Yield: true, Take: takeEnqueues, Send: func(batch []*coalesce.Call[[]durable.Message]) {
+		if len(batch) == 1 {
+			batch[0].Err = wrap("enqueue", s.write(batch[0].Ctx, batch[0].Arg))
+			return
+		}
+		var all []durable.Message
+		for _, c := range batch {
+			all = append(all, c.Arg...)
+		}
+		ctx, cancel := coalesce.Context(batch)
+		err := wrap("enqueue", s.write(ctx, all))
+		cancel()
+		for _, c := range batch {
+			c.Err = err
+		}
+	}}
+}
+
+// takeEnqueues picks the first calls waiting whose messages fit one
+// script call together and hold no ID twice (the script writes each ID
+// once a call, see enqueueScript); the first that does not fit waits for
+// the next round trip, and so do the calls after it, which keeps the
+// order of the calls.
+func takeEnqueues(waiting []*coalesce.Call[[]durable.Message]) (batch, rest []*coalesce.Call[[]durable.Message]) {
+	var n, size int
+	ids := make(map[string]bool)
+	for i, c := range waiting {
+		msgs := c.Arg
+		bytes := totalPayload(msgs)
+		if len(batch) > 0 && (n+len(msgs) > maxEnqueueScript || size+bytes > maxEnqueueBytes || holdsAny(msgs, ids)) {
+			return batch, waiting[i:]
+		}
+		batch = append(batch, c)
+		n, size = n+len(msgs), size+bytes
+		for j := range msgs {
+			ids[msgs[j].ID] = true
+		}
+	}
+	return batch, nil
+}
+
+// totalPayload returns the payload bytes of msgs.
+func totalPayload(msgs []durable.Message) int {
+	n := 0
+	for i := range msgs {
+		n += len(msgs[i].Payload)
+	}
+	return n
+}
+
+// holdsAny reports whether msgs has a message whose ID is in ids.
+func holdsAny(msgs []durable.Message, ids map[string]bool) bool {
+	for i := range msgs {
+		if ids[msgs[i].ID] {
+			return true
+		}
+	}
+	return false
+}
+
+// write writes msgs, valid and each ID once, in one round trip.
+func (s *Store) write(ctx context.Context, msgs []durable.Message) error {
 	nonce := fmt.Sprintf("%016x", rand.Uint64())
 	// The script calls of each shard, the messages in their order.
 	calls := make([][]*enqueueCall, len(s.shards))
@@ -57,20 +131,20 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 		for sh, cs := range calls {
 			if len(cs) == 1 {
 				_, err := s.run(ctx, enqueueScript, sh, cs[0].args...)
-				return wrap("enqueue", err)
+				return err
 			}
 		}
 	}
 	if !s.cluster {
-		return wrap("enqueue", s.enqueueTx(ctx, calls, -1))
+		return s.enqueueTx(ctx, calls, -1)
 	}
 	// On a cluster, one transaction per shard, all at once.
-	return wrap("enqueue", s.parallel(func(sh int) error {
+	return s.parallel(func(sh int) error {
 		if len(calls[sh]) == 0 {
 			return nil
 		}
 		return s.enqueueTx(ctx, calls, sh)
-	}))
+	})
 }
 
 // An enqueueCall is the arguments of one call of the enqueue script.

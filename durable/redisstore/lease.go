@@ -2,39 +2,89 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 )
 
 // A lease's life after Claim: Confirm, Ack, Retry, Release and Extend.
 
 // Confirm implements durable.Store: one script call, which fails if an
-// Enqueue or Cancel of any process took the message back first.
+// Enqueue or Cancel of any process took the message back first. The
+// confirmations of a shard under way at the same time share the call (see
+// coalesce.Coalescer).
 func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
-	r, err := s.run(ctx, confirmScript, shardOf(id, len(s.shards)), id, tokenString(token))
-	if err != nil {
-		return wrap("confirm", err)
-	}
-	switch r {
-	case int64(1):
-		return nil
-	case int64(2):
-		return durable.ErrPaused
-	}
-	return durable.ErrLeaseLost
+	return s.leaseCall(ctx, s.confirms, id, token)
 }
 
-// Ack implements durable.Store.
+// Ack implements durable.Store: one script call, shared with the acks of
+// the shard under way at the same time (see coalesce.Coalescer).
 func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
-	r, err := s.run(ctx, ackScript, shardOf(id, len(s.shards)), id, tokenString(token))
-	if err != nil {
-		return wrap("ack", err)
+	return s.leaseCall(ctx, s.acks, id, token)
+}
+
+// A leaseArg is the argument of an ack or a confirmation.
+type leaseArg struct{ id, token string }
+
+// leaseCall sends the call on lease (id, token) through the coalescer of
+// its shard among cs.
+func (s *Store) leaseCall(ctx context.Context, cs []*coalesce.Coalescer[leaseArg], id string, token uint64) error {
+	if s.closed.Load() {
+		return durable.ErrClosed
 	}
-	if r != int64(1) {
-		return durable.ErrLeaseLost
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return nil
+	return cs[shardOf(id, len(s.shards))].Do(ctx, leaseArg{id, tokenString(token)})
+}
+
+// newLeaseCoalescers returns a coalescer a shard of the calls of op,
+// which run script (ackScript or confirmScript) on many leases.
+func newLeaseCoalescers(s *Store, op string, script *redis.Script) []*coalesce.Coalescer[leaseArg] {
+	cs := make([]*coalesce.Coalescer[leaseArg], len(s.shards))
+	for sh := range cs {
+		cs[sh] = &coalesce.Coalescer[leaseArg]{
+			Take: coalesce.Distinct(MaxClaim, func(l leaseArg) string { return l.token }),
+			Send: func(batch []*coalesce.Call[leaseArg]) { s.sendLeases(op, script, sh, batch) },
+		}
+	}
+	return cs
+}
+
+// sendLeases runs script on the leases of batch, all of shard sh: a
+// call's outcome is nil if its lease was current, ErrLeaseLost if not,
+// ErrPaused if the script says so (a Confirm while paused), or the
+// error of the call.
+func (s *Store) sendLeases(op string, script *redis.Script, sh int, batch []*coalesce.Call[leaseArg]) {
+	args := make([]any, 0, 1+2*len(batch))
+	args = append(args, len(batch))
+	for _, c := range batch {
+		args = append(args, c.Arg.id, c.Arg.token)
+	}
+	ctx, cancel := coalesce.Context(batch)
+	defer cancel()
+	r, err := s.run(ctx, script, sh, args...)
+	outcomes, ok := r.([]any)
+	if err == nil && (!ok || len(outcomes) != len(batch)) {
+		err = fmt.Errorf("%s: %d outcomes for %d leases", op, len(outcomes), len(batch))
+	}
+	for i, c := range batch {
+		if err != nil {
+			c.Err = wrap(op, err)
+			continue
+		}
+		switch outcomes[i] {
+		case int64(1):
+			c.Err = nil
+		case int64(2):
+			c.Err = durable.ErrPaused
+		default:
+			c.Err = durable.ErrLeaseLost
+		}
+	}
 }
 
 // Retry implements durable.Store. The delay is rounded up to the

@@ -228,7 +228,8 @@ var shardedScript = redis.NewScript(`if ` + shardedTest + ` then return 1 end re
 // same ID.
 //
 //	KEYS     the shard's (see above)
-//	ARGV[1]  nonce  the random number of the Enqueue call
+//	ARGV[1]  nonce  the random number of the round trip (of the Enqueue
+//	                calls it carries)
 //	ARGV[2]  n      how many messages follow
 //	then 4 arguments a message, named at the top of the loop:
 //	         id     its ID
@@ -240,21 +241,68 @@ var enqueueScript = redis.NewScript(prelude + `
 local nonce = ARGV[1]
 local n = tonumber(ARGV[2])
 local before = head(pending_key)
-local now = -1
+local now = now_us()
+local nows = num(now)
 local seq = redis.call('INCRBY', seq_key, n) - n
-for i = 0, n - 1 do
-  local a = 3 + 4 * i
+local ids = {}
+for i = 1, n do ids[i] = ARGV[4 * i - 1] end
+local metas = redis.call('HMGET', meta_key, unpack(ids))
+-- The writes of all the messages, made together below, as one command
+-- each: a command called from Lua costs more than its arguments.
+local zadd, metas_new, bodies, enqueued, written = {}, {}, {}, {}, {}
+local least, moved = -1, false
+for i = 1, n do
+  local a = 4 * i - 1
   local id, body, due, ns = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   seq = seq + 1
-  local m = meta(redis.call('HGET', meta_key, id))
+  local m = meta(metas[i])
   if not (m and nonce ~= '' and m.nonce == nonce) then
-    if now < 0 then now = now_us() end
     local score = due
-    if score == '' then score = num(now) end
-    put(id, body, score, prefix(ns, seq), nonce, now, m)
+    if score == '' then score = nows end
+    local pre = prefix(ns, seq)
+    if not m or redis.call('HEXISTS', enqueued_key, id) == 0 then
+      enqueued[#enqueued + 1] = id
+      enqueued[#enqueued + 1] = nows
+    end
+    if m then
+      if m.st == 'p' then
+        redis.call('ZREM', pending_key, m.pre .. id)
+        moved = true
+      elseif m.st == 'f' or m.st == 'a' then
+        redis.call('ZREM', inflight_key, id)
+      else
+        redis.call('ZREM', dead_key, m.pre .. id)
+      end
+    end
+    zadd[#zadd + 1] = score
+    zadd[#zadd + 1] = pre .. id
+    metas_new[#metas_new + 1] = id
+    metas_new[#metas_new + 1] = mkmeta('p', pre, 0, 0, {nonce = nonce})
+    bodies[#bodies + 1] = id
+    bodies[#bodies + 1] = body
+    written[#written + 1] = id
+    local sc = tonumber(score)
+    if least < 0 or sc < least then least = sc end
   end
 end
-notify(before, head(pending_key))
+if #written > 0 then
+  redis.call('ZADD', pending_key, unpack(zadd))
+  redis.call('HSET', meta_key, unpack(metas_new))
+  redis.call('HSET', payload_key, unpack(bodies))
+  -- A process of an older version may have deleted a message without
+  -- its error text.
+  redis.call('HDEL', error_key, unpack(written))
+end
+if #enqueued > 0 then redis.call('HSET', enqueued_key, unpack(enqueued)) end
+-- The earliest pending message: the one before or the earliest written,
+-- unless a message replaced was pending, which may have been the earliest.
+local after = before
+if moved then
+  after = head(pending_key)
+elseif least >= 0 and (before < 0 or least < before) then
+  after = least
+end
+notify(before, after)
 return n
 `)
 
@@ -347,23 +395,36 @@ end
 return {now, deadline, head(pending_key), head(inflight_key), out, redis.call('ZCOUNT', pending_key, '-inf', num(horizon)), 0}
 `)
 
-// ackScript deletes an in-flight message if the lease is current.
+// ackScript deletes the in-flight messages whose leases are current.
 //
 //	KEYS     the shard's (see above)
-//	ARGV[1]  id   the message's ID
-//	ARGV[2]  tok  the token of the lease
-//	returns  1, or 0 if the lease is lost
+//	ARGV[1]  n    how many leases follow (no lease twice)
+//	then 2 arguments a lease:
+//	         id   the message's ID
+//	         tok  the token of the lease
+//	returns  for each lease in order, 1, or 0 if it is lost
 var ackScript = redis.NewScript(prelude + `
-local id = ARGV[1]
-local tok = ARGV[2]
-local m = meta(redis.call('HGET', meta_key, id))
-if not leased(m, tok) then return 0 end
-redis.call('ZREM', inflight_key, id)
-redis.call('HDEL', meta_key, id)
-redis.call('HDEL', payload_key, id)
-redis.call('HDEL', error_key, id)
-redis.call('HDEL', enqueued_key, id)
-return 1
+local n = tonumber(ARGV[1])
+local ids = {}
+for i = 1, n do ids[i] = ARGV[2 * i] end
+local metas = redis.call('HMGET', meta_key, unpack(ids))
+local out, gone = {}, {}
+for i = 1, n do
+  if leased(meta(metas[i]), ARGV[2 * i + 1]) then
+    gone[#gone + 1] = ids[i]
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+if #gone > 0 then
+  redis.call('ZREM', inflight_key, unpack(gone))
+  redis.call('HDEL', meta_key, unpack(gone))
+  redis.call('HDEL', payload_key, unpack(gone))
+  redis.call('HDEL', error_key, unpack(gone))
+  redis.call('HDEL', enqueued_key, unpack(gone))
+end
+return out
 `)
 
 // retryScript ends the lease of an in-flight message, as the caller
@@ -430,24 +491,42 @@ redis.call('ZADD', inflight_key, 'XX', num(now_us() + lease), id)
 return 1
 `)
 
-// confirmScript hands out a lease claimed ahead: state a becomes f.
+// confirmScript hands out leases claimed ahead: state a becomes f.
 //
 //	KEYS     the shard's (see above)
-//	ARGV[1]  id   the message's ID
-//	ARGV[2]  tok  the token of the lease
-//	returns  1 if the lease is current (whether it was confirmed already
-//	         or not), 0 if it is lost, 2 if it is claimed ahead and the
-//	         queue is paused (changing nothing)
+//	ARGV[1]  n    how many leases follow (no lease twice)
+//	then 2 arguments a lease:
+//	         id   the message's ID
+//	         tok  the token of the lease
+//	returns  for each lease in order, 1 if it is current (whether it was
+//	         confirmed already or not), 0 if it is lost, 2 if it is
+//	         claimed ahead and the queue is paused (changing nothing)
 var confirmScript = redis.NewScript(prelude + `
-local id = ARGV[1]
-local tok = ARGV[2]
-local m = meta(redis.call('HGET', meta_key, id))
-if not leased(m, tok) then return 0 end
-if m.st == 'a' and redis.call('HEXISTS', meta_key, '') == 1 then return 2 end
-if m.st == 'a' then
-  redis.call('HSET', meta_key, id, mkmeta('f', m.pre, m.att, m.tok, m))
+local n = tonumber(ARGV[1])
+local ids = {}
+for i = 1, n do ids[i] = ARGV[2 * i] end
+local metas = redis.call('HMGET', meta_key, unpack(ids))
+local paused = nil -- asked once, if a lease needs it
+local out, hargs = {}, {}
+for i = 1, n do
+  local m = meta(metas[i])
+  if not leased(m, ARGV[2 * i + 1]) then
+    out[i] = 0
+  elseif m.st ~= 'a' then
+    out[i] = 1
+  else
+    if paused == nil then paused = redis.call('HEXISTS', meta_key, '') == 1 end
+    if paused then
+      out[i] = 2
+    else
+      hargs[#hargs + 1] = ids[i]
+      hargs[#hargs + 1] = mkmeta('f', m.pre, m.att, m.tok, m)
+      out[i] = 1
+    end
+  end
 end
-return 1
+if #hargs > 0 then redis.call('HSET', meta_key, unpack(hargs)) end
+return out
 `)
 
 // cancelScript deletes a message if it is pending, dead, or claimed ahead

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 )
 
 // Batch limits: each bounds the work of one script, so that a backlog of
@@ -65,6 +66,10 @@ type Store struct {
 	rr     atomic.Uint64 // rotates the first shard of Claim and Reap
 	closed atomic.Bool
 	wake   notifier
+	// The calls under way at once share round trips: the Enqueue calls,
+	// and the acks and the confirmations of each shard.
+	enqueues       *coalesce.Coalescer[[]durable.Message]
+	acks, confirms []*coalesce.Coalescer[leaseArg]
 }
 
 var (
@@ -96,6 +101,9 @@ func New(client redis.UniversalClient, queue string, opts ...Option) (*Store, er
 	_, s.cluster = client.(*redis.ClusterClient)
 	s.shards = newShards(queue, o.shards)
 	s.wake.init(s)
+	s.enqueues = newEnqueueCoalescer(s)
+	s.acks = newLeaseCoalescers(s, "ack", ackScript)
+	s.confirms = newLeaseCoalescers(s, "confirm", confirmScript)
 
 	if err := s.startChecks(); err != nil {
 		return nil, err

@@ -1,0 +1,262 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// countedStore returns a store on a client of its own, whose round trips
+// (a command, or a pipeline or transaction of several) the returned
+// counter counts.
+func countedStore(t *testing.T, srv *redisServer, opts ...Option) (*Store, *atomic.Int64) {
+	t.Helper()
+	trips := new(atomic.Int64)
+	c := redis.NewClient(srv.options())
+	t.Cleanup(func() { _ = c.Close() })
+	s := openStore(t, c, "q", opts...)
+	c.AddHook(roundTripHook{trips})
+	return s, trips
+}
+
+// roundTripHook counts a client's round trips.
+type roundTripHook struct{ n *atomic.Int64 }
+
+func (h roundTripHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h roundTripHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h roundTripHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// Enqueues made at the same time share round trips: each call is written
+// whole, calls that write the same ID go in different round trips, in
+// order, and a lone call is one round trip, whatever its shards.
+func TestConcurrentEnqueuesShareRoundTrips(t *testing.T) {
+	for _, shards := range []int{1, 4} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+			srv := startRedis(t)
+			s, trips := countedStore(t, srv, WithShards(shards))
+			const callers = 200
+			var wg sync.WaitGroup
+			errs := make([]error, callers)
+			start := make(chan struct{})
+			for g := range callers {
+				wg.Go(func() {
+					<-start
+					// Three messages a call; "shared" IDs are written by ten calls each.
+					errs[g] = s.Enqueue(ctx, []durable.Message{
+						{ID: fmt.Sprintf("own%03d-a", g), Payload: []byte("a")},
+						{ID: fmt.Sprintf("own%03d-b", g), Payload: []byte("b")},
+						{ID: fmt.Sprintf("shared%02d", g%20), Payload: []byte("p")},
+					})
+				})
+			}
+			close(start)
+			wg.Wait()
+			for g, err := range errs {
+				require.NoError(t, err, "call %d", g)
+			}
+			st, err := s.Stats(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, 2*callers+20, st.Pending, "every call written whole, shared IDs once each")
+			assert.Less(t, trips.Load(), int64(callers), "concurrent enqueues share round trips")
+			t.Logf("%d enqueue calls in %d round trips", callers, trips.Load())
+
+			before := trips.Load()
+			require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: "lone1"}, {ID: "lone2"}, {ID: "lone3"}}))
+			assert.Equal(t, before+1, trips.Load(), "a lone call is one round trip")
+		})
+	}
+}
+
+// Calls made at the same time that write one ID leave one message of
+// that ID (the script writes an ID once a call, so such calls go in
+// different round trips), holding the payload of one of the calls.
+func TestConcurrentEnqueuesOfOneIDLeaveOneMessage(t *testing.T) {
+	srv := startRedis(t)
+	s, _ := countedStore(t, srv)
+	const callers = 50
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for g := range callers {
+		wg.Go(func() {
+			<-start
+			assert.NoError(t, s.Enqueue(ctx, []durable.Message{
+				{ID: "shared", Payload: []byte(strconv.Itoa(g))},
+				{ID: fmt.Sprintf("own%02d", g), Payload: []byte(strconv.Itoa(g))},
+			}))
+		})
+	}
+	close(start)
+	wg.Wait()
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, callers+1, st.Pending)
+	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 2 * callers, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, callers+1)
+	shared := 0
+	for _, l := range c.Leases {
+		if l.ID == "shared" {
+			shared++
+			g, err := strconv.Atoi(string(l.Payload))
+			require.NoError(t, err)
+			assert.True(t, g >= 0 && g < callers, "the payload of one of the calls: %q", l.Payload)
+		}
+	}
+	assert.Equal(t, 1, shared)
+}
+
+// Acks made at the same time share script calls, and each still gets its
+// own outcome: a current lease is acked, a stale token is refused, and of
+// two acks of one lease exactly one wins.
+func TestConcurrentAcksShareScripts(t *testing.T) {
+	for _, shards := range []int{1, 4} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+			srv := startRedis(t)
+			s, trips := countedStore(t, srv, WithShards(shards))
+			const n = 300
+			leases := claimN(t, s, n, 0)
+
+			var acked, lost, dups atomic.Int64
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			call := func(f func() error, onLost *atomic.Int64) {
+				wg.Go(func() {
+					<-start
+					switch err := f(); err {
+					case nil:
+						acked.Add(1)
+					case durable.ErrLeaseLost:
+						onLost.Add(1)
+					default:
+						assert.NoError(t, err)
+					}
+				})
+			}
+			before := trips.Load()
+			for i, l := range leases {
+				call(func() error { return s.Ack(ctx, l.ID, l.Token) }, &dups)
+				if i%3 == 0 { // a second ack of the same lease
+					call(func() error { return s.Ack(ctx, l.ID, l.Token) }, &dups)
+				}
+				if i%5 == 0 { // a token the message never had
+					call(func() error { return s.Ack(ctx, l.ID, l.Token+1<<40) }, &lost)
+				}
+			}
+			close(start)
+			wg.Wait()
+			assert.EqualValues(t, n, acked.Load(), "every lease acked once")
+			assert.EqualValues(t, (n+2)/3, dups.Load(), "one of the two acks of a lease loses")
+			assert.EqualValues(t, (n+4)/5, lost.Load(), "a stale token is refused")
+			calls := int64(n + (n+2)/3 + (n+4)/5)
+			scripts := trips.Load() - before
+			assert.Less(t, scripts, calls, "concurrent acks share script calls")
+			st, err := s.Stats(ctx)
+			require.NoError(t, err)
+			assert.Zero(t, st.Pending+st.InFlight+st.Dead, "nothing left")
+			t.Logf("%d ack calls in %d round trips", calls, scripts)
+		})
+	}
+}
+
+// claimN enqueues n messages due now and claims them all, held (claimed
+// ahead, waiting for Confirm) if held is n.
+func claimN(t *testing.T, s *Store, n, held int) []durable.Lease {
+	t.Helper()
+	msgs := make([]durable.Message, n)
+	for i := range msgs {
+		msgs[i] = durable.Message{ID: fmt.Sprintf("m%04d", i), Payload: []byte("old")}
+	}
+	require.NoError(t, s.Enqueue(ctx, msgs))
+	var leases []durable.Lease
+	for len(leases) < n {
+		c, err := s.Claim(ctx, durable.ClaimParams{Limit: n - len(leases), Held: held, Lease: time.Minute})
+		require.NoError(t, err)
+		require.NotEmpty(t, c.Leases, "claimed %d of %d", len(leases), n)
+		leases = append(leases, c.Leases...)
+	}
+	return leases
+}
+
+// Confirmations made at the same time share script calls: a held lease
+// is handed out, one replaced by an Enqueue before its Confirm is refused,
+// and while the queue is paused each Confirm of a held lease returns
+// ErrPaused and changes nothing.
+func TestConcurrentConfirms(t *testing.T) {
+	srv := startRedis(t)
+	s, trips := countedStore(t, srv)
+	const n = 100
+	leases := claimN(t, s, n, n)
+	for _, l := range leases {
+		require.True(t, l.Ahead, "held leases wait for Confirm")
+	}
+	replaced := map[string]bool{}
+	for i := 0; i < n; i += 4 {
+		replaced[leases[i].ID] = true
+		require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: leases[i].ID, Payload: []byte("new")}}))
+	}
+	confirmAll := func() []error {
+		var wg sync.WaitGroup
+		results := make([]error, n)
+		start := make(chan struct{})
+		for i, l := range leases {
+			wg.Go(func() {
+				<-start
+				results[i] = s.Confirm(ctx, l.ID, l.Token)
+			})
+		}
+		close(start)
+		wg.Wait()
+		return results
+	}
+
+	require.NoError(t, s.SetPaused(ctx, true))
+	for i, err := range confirmAll() {
+		if replaced[leases[i].ID] {
+			assert.ErrorIs(t, err, durable.ErrLeaseLost, "%s was replaced", leases[i].ID)
+		} else {
+			assert.ErrorIs(t, err, durable.ErrPaused, leases[i].ID)
+		}
+	}
+	require.NoError(t, s.SetPaused(ctx, false))
+
+	before := trips.Load()
+	for i, err := range confirmAll() {
+		if replaced[leases[i].ID] {
+			assert.ErrorIs(t, err, durable.ErrLeaseLost, "%s was replaced before its Confirm", leases[i].ID)
+		} else {
+			assert.NoError(t, err, leases[i].ID)
+		}
+	}
+	assert.Less(t, trips.Load()-before, int64(n), "concurrent confirmations share script calls")
+	// Confirmed leases are handed out: Cancel now finds them in flight.
+	for _, l := range leases {
+		_, err := s.Cancel(ctx, l.ID)
+		if replaced[l.ID] {
+			assert.NoError(t, err, "%s is pending again", l.ID)
+		} else {
+			assert.ErrorIs(t, err, durable.ErrInFlight, l.ID)
+		}
+	}
+}

@@ -18,7 +18,7 @@ func init() {
 		order:      80,
 		needsRedis: true,
 		help: "the durable queue on the Redis of -store (redis:// only; left out of all otherwise) vs hibiken/asynq on the same server, " +
-			"in the runtime column, 100-byte payloads, K=-pending/50 messages (100 to 20k): enqueues/s from 8 producers, due in an hour; " +
+			"in the runtime column, 100-byte payloads, K=-pending/50 messages (100 to 20k): enqueues/s from 8 producers, due in an hour, one at a time and ours in batches of 100 (asynq has no batch enqueue: against its one at a time); " +
 			"receive+acks/s with 8 workers (durable's Run, asynq's Server), due already; Redis commands per message of both " +
 			"(INFO commandstats, script calls included); lateness p50/p99 and early deliveries with 8 consumers, min(K, 2000) messages over min(2s, -window), " +
 			"against asynq with its default polls (DelayedTaskCheckInterval 5s, TaskCheckInterval 1s) and with both at 100ms; every key it makes is deleted afterwards",
@@ -70,7 +70,7 @@ func runAsynq(e *env) (rows []row, err error) {
 	k := asynqCount(o)
 	ks := "K=" + formatCount(k)
 	const vs = " (vs asynq)"
-	oursEnq, oursEnqCmds, err := durableEnqueue(o, filepath.Join(root, "enqueue"), asynqWorkers, k, meter)
+	oursEnq, oursEnqCmds, err := durableEnqueue(o, filepath.Join(root, "enqueue"), asynqWorkers, k, 1, meter)
 	if err != nil {
 		return nil, fmt.Errorf("ours, enqueue: %w", err)
 	}
@@ -79,9 +79,18 @@ func runAsynq(e *env) (rows []row, err error) {
 		return nil, fmt.Errorf("asynq, enqueue: %w", err)
 	}
 	enqOf := fmt.Sprintf(", %d producers, %s", asynqWorkers, ks)
+	oursBatch, oursBatchCmds, err := durableEnqueue(o, filepath.Join(root, "batches"), asynqWorkers, k, durableBatch, meter)
+	if err != nil {
+		return nil, fmt.Errorf("ours, enqueue in batches: %w", err)
+	}
+	// asynq has no batch enqueue: its line is the one at a time.
+	batchOf := fmt.Sprintf(" in batches of %d", durableBatch)
+	const vsOne = " (vs asynq one at a time)"
 	rows = append(rows,
 		both("enqueue"+enqOf+", due in 1h"+vs, unitEnqueuesSec, oursEnq, theirEnq),
-		both("Redis commands per enqueue"+enqOf+vs, unitCommandsMsg, perMsg(oursEnqCmds, k), perMsg(theirEnqCmds, k)))
+		both("Redis commands per enqueue"+enqOf+vs, unitCommandsMsg, perMsg(oursEnqCmds, k), perMsg(theirEnqCmds, k)),
+		both("enqueue"+batchOf+enqOf+", due in 1h"+vsOne, unitEnqueuesSec, oursBatch, theirEnq),
+		both("Redis commands per enqueue"+batchOf+enqOf+vsOne, unitCommandsMsg, perMsg(oursBatchCmds, k), perMsg(theirEnqCmds, k)))
 
 	oursRun, oursRunCmds, err := durableReceiveAck(o, filepath.Join(root, "receive"), k, runRate, meter)
 	if err != nil {

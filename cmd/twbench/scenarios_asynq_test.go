@@ -48,16 +48,18 @@ func TestAsynqScenarioOnRedis(t *testing.T) {
 	const def, fast = " (vs asynq, default polls)", " (vs asynq, 100ms polls)"
 	lateOf := ", K=100 over 100ms"
 	want := map[string]string{
-		"enqueue, 8 producers, K=100, due in 1h (vs asynq)":           unitEnqueuesSec,
-		"Redis commands per enqueue, 8 producers, K=100 (vs asynq)":   unitCommandsMsg,
-		"receive+ack, 8 workers, K=100, due already (vs asynq)":       unitAcksSec,
-		"Redis commands per receive+ack, 8 workers, K=100 (vs asynq)": unitCommandsMsg,
-		"lateness p50" + lateOf + def:                                 unitMillis,
-		"lateness p99" + lateOf + def:                                 unitMillis,
-		"received before due" + lateOf + def:                          unitCount,
-		"lateness p50" + lateOf + fast:                                unitMillis,
-		"lateness p99" + lateOf + fast:                                unitMillis,
-		"received before due" + lateOf + fast:                         unitCount,
+		"enqueue, 8 producers, K=100, due in 1h (vs asynq)":                                         unitEnqueuesSec,
+		"Redis commands per enqueue, 8 producers, K=100 (vs asynq)":                                 unitCommandsMsg,
+		"enqueue in batches of 100, 8 producers, K=100, due in 1h (vs asynq one at a time)":         unitEnqueuesSec,
+		"Redis commands per enqueue in batches of 100, 8 producers, K=100 (vs asynq one at a time)": unitCommandsMsg,
+		"receive+ack, 8 workers, K=100, due already (vs asynq)":                                     unitAcksSec,
+		"Redis commands per receive+ack, 8 workers, K=100 (vs asynq)":                               unitCommandsMsg,
+		"lateness p50" + lateOf + def:                                                               unitMillis,
+		"lateness p99" + lateOf + def:                                                               unitMillis,
+		"received before due" + lateOf + def:                                                        unitCount,
+		"lateness p50" + lateOf + fast:                                                              unitMillis,
+		"lateness p99" + lateOf + fast:                                                              unitMillis,
+		"received before due" + lateOf + fast:                                                       unitCount,
 	}
 	ours, theirs := map[string]float64{}, map[string]float64{}
 	for _, r := range rep.Rows {
@@ -78,10 +80,13 @@ func TestAsynqScenarioOnRedis(t *testing.T) {
 			assert.Positive(t, ours[figure], figure)
 			assert.Positive(t, theirs[figure], figure)
 		case unitCommandsMsg:
-			// At least one command per message each, and fewer than
-			// a hundred: the meter counts the work and not more.
+			// The meter counts the work and not more: asynq runs at
+			// least one command per message, ours (which sends the
+			// calls made at once in one script) at least one per batch
+			// of a hundred; fewer than a hundred a message each.
+			assert.GreaterOrEqual(t, theirs[figure], 1.0, figure)
+			assert.GreaterOrEqual(t, ours[figure], 0.01, figure)
 			for _, v := range []float64{ours[figure], theirs[figure]} {
-				assert.GreaterOrEqual(t, v, 1.0, figure)
 				assert.Less(t, v, 100.0, figure)
 			}
 		}

@@ -27,7 +27,7 @@ func init() {
 		help: "the durable queue (package durable, ours only) on a fresh bbolt file in a temp dir, SyncAlways " +
 			"(or on the Redis of -store, in queues deleted afterwards, or on the PostgreSQL of -store, in a scratch database " +
 			"dropped afterwards), 100-byte payloads: " +
-			"enqueues/s from 1, 8 and 64 producers and receive+acks/s with 8 consumers, K=-pending/200 messages each (100 to 20k); " +
+			"enqueues/s from 1, 8 and 64 producers one at a time and from 8 in batches of 100, and receive+acks/s with 8 consumers, K=-pending/200 messages each (100 to 20k); " +
 			"lateness p50/p99/max with 8 consumers, min(K, 2000) messages over min(2s, -window); " +
 			"reopen time (median of 3) and memory with -pending messages due in a day (about 400 B of disk each, or of Redis memory; " +
 			"PostgreSQL: the scratch database's size)",
@@ -66,6 +66,13 @@ const (
 
 // durableProducers are the producer counts of the enqueue figures.
 var durableProducers = []int{1, 8, 64}
+
+// durableBatch is the messages a call of the figures of enqueues in
+// batches, made by durableBatchProducers producers.
+const (
+	durableBatch          = 100
+	durableBatchProducers = 8
+)
 
 // Values of -store.
 const (
@@ -277,18 +284,26 @@ func runDurable(e *env) (rows []row, err error) {
 		if err != nil {
 			return nil, err
 		}
-		rate, _, err := durableEnqueue(&warm, dir, p, k, nil)
+		rate, _, err := durableEnqueue(&warm, dir, p, k, 1, nil)
 		if err != nil {
 			return nil, fmt.Errorf("enqueue, %d producers: %w", p, err)
 		}
 		rows = append(rows, oursOnly(fmt.Sprintf("enqueue, %s, %s", plural(p, "producer"), ks), unitEnqueuesSec, rate))
 	}
-
-	dir, err := fresh("receive")
+	dir, err := fresh("enqueue-batches")
 	if err != nil {
 		return nil, err
 	}
-	rate, _, err := durableReceiveAck(&warm, dir, k, receiveAckRate, nil)
+	rate, _, err := durableEnqueue(&warm, dir, durableBatchProducers, k, durableBatch, nil)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue in batches: %w", err)
+	}
+	rows = append(rows, oursOnly(fmt.Sprintf("enqueue in batches of %d, %s, %s", durableBatch, plural(durableBatchProducers, "producer"), ks), unitEnqueuesSec, rate))
+
+	if dir, err = fresh("receive"); err != nil {
+		return nil, err
+	}
+	rate, _, err = durableReceiveAck(&warm, dir, k, receiveAckRate, nil)
 	if err != nil {
 		return nil, fmt.Errorf("receive+ack: %w", err)
 	}
@@ -361,10 +376,10 @@ func plural(n int, noun string) string {
 
 // durableEnqueue returns the enqueues per second of producers goroutines
 // enqueueing k messages due in an hour between them to a new queue in
-// dir, and checks that they are all there. With a meter, it also returns
-// the Redis commands or SQL statements the enqueues took (opening the
-// queue left out).
-func durableEnqueue(o *options, dir string, producers, k int, m meter) (rate float64, commands int64, err error) {
+// dir, batch messages a call of Queue.Enqueue, and checks that they are
+// all there. With a meter, it also returns the Redis commands or SQL
+// statements the enqueues took (opening the queue left out).
+func durableEnqueue(o *options, dir string, producers, k, batch int, m meter) (rate float64, commands int64, err error) {
 	q, closeAll, err := openDurable(o, dir)
 	if err != nil {
 		return 0, 0, err
@@ -372,7 +387,11 @@ func durableEnqueue(o *options, dir string, producers, k int, m meter) (rate flo
 	defer func() { err = errors.Join(err, closeAll()) }()
 	ctx := context.Background()
 	err = metered(ctx, m, &commands, func() (err error) {
-		rate, err = durablebench.EnqueueRate(ctx, q, "m", producers, k, durablePayload)
+		if batch == 1 {
+			rate, err = durablebench.EnqueueRate(ctx, q, "m", producers, k, durablePayload)
+		} else {
+			rate, err = durablebench.EnqueueBatchRate(ctx, q, "m", producers, k, batch, durablePayload)
+		}
 		return err
 	})
 	if err != nil {

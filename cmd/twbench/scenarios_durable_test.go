@@ -39,6 +39,7 @@ func TestDurableScenarioFigures(t *testing.T) {
 		"enqueue, 1 producer, K=100":                           unitEnqueuesSec,
 		"enqueue, 8 producers, K=100":                          unitEnqueuesSec,
 		"enqueue, 64 producers, K=100":                         unitEnqueuesSec,
+		"enqueue in batches of 100, 8 producers, K=100":        unitEnqueuesSec,
 		"receive+ack, 8 consumers, K=100":                      unitAcksSec,
 		"lateness p50" + lateOf:                                unitMillis,
 		"lateness p99" + lateOf:                                unitMillis,
@@ -160,8 +161,9 @@ func TestDurableOnRedis(t *testing.T) {
 		require.NotNil(t, r.Ours, r.Figure)
 		figures[r.Figure] = *r.Ours
 	}
-	assert.Len(t, figures, 14)
+	assert.Len(t, figures, 15)
 	assert.Positive(t, figures["Redis used_memory, N=2k pending"])
+	assert.Positive(t, figures["enqueue in batches of 100, 8 producers, K=100"])
 	assert.Positive(t, figures["enqueue, 64 producers, K=100"])
 	assert.Positive(t, figures["receive+ack, 8 consumers, K=100"])
 	assert.Zero(t, figures["received before due, 8 consumers, K=100 over 100ms"])

@@ -90,7 +90,7 @@ func runRiver(e *env) (rows []row, err error) {
 	const vs = " (vs River)"
 
 	// Enqueues, one at a time and in batches.
-	oursOne, oursOneSQL, err := durableEnqueue(o, root+"/enqueue", riverWorkers, k, m)
+	oursOne, oursOneSQL, err := durableEnqueue(o, root+"/enqueue", riverWorkers, k, 1, m)
 	if err != nil {
 		return nil, fmt.Errorf("ours, enqueue: %w", err)
 	}
@@ -98,11 +98,11 @@ func runRiver(e *env) (rows []row, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("river, insert: %w", err)
 	}
-	oursMany, oursManySQL, err := pgBatchEnqueue(o, root+"/batch", riverWorkers, k, riverBatch, m, false)
+	oursMany, oursManySQL, err := pgBatchEnqueue(o, root+"/batch", riverWorkers, k, riverBatch, m)
 	if err != nil {
 		return nil, fmt.Errorf("ours, EnqueueTx: %w", err)
 	}
-	oursQueueMany, oursQueueManySQL, err := pgBatchEnqueue(o, root+"/queuebatch", riverWorkers, k, riverBatch, m, true)
+	oursQueueMany, oursQueueManySQL, err := durableEnqueue(o, root+"/queuebatch", riverWorkers, k, riverBatch, m)
 	if err != nil {
 		return nil, fmt.Errorf("ours, Queue.Enqueue of a batch: %w", err)
 	}
@@ -220,48 +220,20 @@ func pgWorked(o *options, dir string, k int, m meter) (rate float64, statements 
 
 // pgBatchEnqueue returns the enqueues per second of producers goroutines
 // writing n messages due in an hour to a new pgstore queue of dir, batch
-// messages at a time: in transactions (pool.Begin, Store.EnqueueTx,
-// Commit), or with viaQueue in one call of Queue.Enqueue each; with the
-// statements they took (counted by m), and checks that they are all there.
-func pgBatchEnqueue(o *options, dir string, producers, n, batch int, m meter, viaQueue bool) (rate float64, statements int64, err error) {
+// messages at a time in transactions (pool.Begin, Store.EnqueueTx,
+// Commit), with the statements they took (counted by m), and checks that
+// they are all there.
+func pgBatchEnqueue(o *options, dir string, producers, n, batch int, m meter) (rate float64, statements int64, err error) {
 	s, err := openPgStore(o, runQueueName(dir))
 	if err != nil {
 		return 0, 0, err
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
-	write := func(ctx context.Context, msgs []durable.Message) error { return enqueueTx(ctx, s, msgs) }
-	if viaQueue {
-		q, err := durable.New(s)
-		if err != nil {
-			return 0, 0, err
-		}
-		defer func() { err = errors.Join(err, q.Close()) }()
-		write = func(ctx context.Context, msgs []durable.Message) error { return q.Enqueue(ctx, msgs...) }
-	}
 	ctx := context.Background()
-	body := make([]byte, durablePayload)
-	due := time.Now().Add(time.Hour)
-	var next atomic.Int64
-	var took time.Duration
-	err = metered(ctx, m, &statements, func() error {
-		start := time.Now()
-		err := parallel(producers, func() error {
-			msgs := make([]durable.Message, 0, batch)
-			for {
-				lo := int(next.Add(int64(batch))) - batch
-				if lo >= n {
-					return nil
-				}
-				msgs = msgs[:0]
-				for i := lo; i < min(lo+batch, n); i++ {
-					msgs = append(msgs, durable.Message{ID: durablebench.ID("m", i), Payload: body, Due: due})
-				}
-				if err := write(ctx, msgs); err != nil {
-					return err
-				}
-			}
+	err = metered(ctx, m, &statements, func() (err error) {
+		rate, err = durablebench.WriteBatchRate(ctx, "m", producers, n, batch, durablePayload, func(ctx context.Context, msgs []durable.Message) error {
+			return enqueueTx(ctx, s, msgs)
 		})
-		took = time.Since(start)
 		return err
 	})
 	if err != nil {
@@ -270,7 +242,7 @@ func pgBatchEnqueue(o *options, dir string, producers, n, batch int, m meter, vi
 	if st, err := s.Stats(ctx); err != nil || st.Pending != n {
 		return 0, 0, fmt.Errorf("stats after %d enqueues: %+v, %v", n, st, err)
 	}
-	return float64(n) / took.Seconds(), statements, nil
+	return rate, statements, nil
 }
 
 // enqueueTx writes msgs with EnqueueTx in a transaction of their own.

@@ -265,8 +265,9 @@ func TestDurableOnPostgres(t *testing.T) {
 		require.NotNil(t, r.Ours, r.Figure)
 		figures[r.Figure] = *r.Ours
 	}
-	assert.Len(t, figures, 14)
+	assert.Len(t, figures, 15)
 	assert.Positive(t, figures["database size (pg_database_size), N=2k pending"])
+	assert.Positive(t, figures["enqueue in batches of 100, 8 producers, K=100"])
 	assert.Positive(t, figures["enqueue, 64 producers, K=100"])
 	assert.Positive(t, figures["receive+ack, 8 consumers, K=100"])
 	assert.Zero(t, figures["received before due, 8 consumers, K=100 over 100ms"])

@@ -45,6 +45,42 @@ func EnqueueRate(ctx context.Context, q *durable.Queue, prefix string, producers
 	return float64(n) / time.Since(start).Seconds(), err
 }
 
+// EnqueueBatchRate enqueues n messages of payload bytes due in an hour,
+// batch messages a call of Queue.Enqueue, from producers goroutines at
+// once, and returns the messages enqueued per second.
+func EnqueueBatchRate(ctx context.Context, q *durable.Queue, prefix string, producers, n, batch, payload int) (float64, error) {
+	return WriteBatchRate(ctx, prefix, producers, n, batch, payload, func(ctx context.Context, msgs []durable.Message) error {
+		return q.Enqueue(ctx, msgs...)
+	})
+}
+
+// WriteBatchRate has producers goroutines call write with batch messages
+// at a time (the last may be shorter), n messages of payload bytes due in
+// an hour in all, and returns the messages written per second.
+func WriteBatchRate(ctx context.Context, prefix string, producers, n, batch, payload int, write func(context.Context, []durable.Message) error) (float64, error) {
+	body := make([]byte, payload)
+	due := time.Now().Add(time.Hour)
+	var next atomic.Int64
+	start := time.Now()
+	err := parallel(producers, func() error {
+		msgs := make([]durable.Message, 0, batch)
+		for {
+			lo := int(next.Add(int64(batch))) - batch
+			if lo >= n {
+				return nil
+			}
+			msgs = msgs[:0]
+			for i := lo; i < min(lo+batch, n); i++ {
+				msgs = append(msgs, durable.Message{ID: ID(prefix, i), Payload: body, Due: due})
+			}
+			if err := write(ctx, msgs); err != nil {
+				return err
+			}
+		}
+	})
+	return float64(n) / time.Since(start).Seconds(), err
+}
+
 // ReceiveAckRate has consumers goroutines receive and ack n messages,
 // due already (see Preload), and returns receive+acks per second.
 func ReceiveAckRate(ctx context.Context, q *durable.Queue, consumers, n int) (float64, error) {

@@ -15,11 +15,18 @@ import (
 // statements is under way together, in one statement. A lone call waits
 // for nothing but its own statement.
 
+// Both statements of many leases name the IDs twice: in the join with the
+// list of leases, and as "t.id = ANY ($2)", which makes the planner read
+// the table through its primary key for those IDs only. Without it, for
+// a queue that the table's statistics do not know yet (estimated at one
+// row), the join was planned as a scan of every message in flight in the
+// queue for each statement.
+
 // ackManySQL deletes the messages of the leases ($2 ids, $3 tokens, in ID
 // order, so that two batches lock rows in one order) that are current,
 // and returns their tokens, each with true (done).
 const ackManySQL = `DELETE FROM {T} t USING unnest($2::bytea[], $3::bigint[]) AS a(id, token)
-WHERE t.queue = $1::text AND t.id = a.id AND t.token = a.token AND t.state = 2
+WHERE t.queue = $1::text AND t.id = ANY ($2::bytea[]) AND t.id = a.id AND t.token = a.token AND t.state = 2
 RETURNING t.token, true`
 
 // confirmManySQL hands out the leases that are current, and returns their
@@ -31,15 +38,15 @@ const confirmManySQL = `WITH p AS MATERIALIZED (
 ),
 u AS (
 	UPDATE {T} t SET held = false FROM unnest($2::bytea[], $3::bigint[]) AS a(id, token)
-	WHERE t.queue = $1::text AND t.id = a.id AND t.token = a.token AND t.state = 2
+	WHERE t.queue = $1::text AND t.id = ANY ($2::bytea[]) AND t.id = a.id AND t.token = a.token AND t.state = 2
 		AND NOT (t.held AND (SELECT paused FROM p))
 	RETURNING t.token
 )
 SELECT u.token, true FROM u
 UNION ALL
 SELECT t.token, false FROM {T} t, unnest($2::bytea[], $3::bigint[]) AS a(id, token)
-WHERE (SELECT paused FROM p) AND t.queue = $1::text AND t.id = a.id AND t.token = a.token
-	AND t.state = 2 AND t.held`
+WHERE (SELECT paused FROM p) AND t.queue = $1::text AND t.id = ANY ($2::bytea[]) AND t.id = a.id
+	AND t.token = a.token AND t.state = 2 AND t.held`
 
 // maxBatch bounds the calls of one statement of many leases.
 const maxBatch = 500

@@ -23,7 +23,12 @@ import (
 //     is held (due after now, or beyond the $3 that may be handed out),
 //     a new fencing token and a new seq, in order;
 //
-//   - u makes them in flight;
+//   - u makes them in flight. It names their IDs twice, as a list and
+//     in the join with k: with the list, the table is read through its
+//     primary key for those IDs only, whatever the planner estimates of
+//     k and of the queue (a queue whose rows the table's statistics do
+//     not know yet is estimated at one row, and the join alone was then
+//     planned as a scan of every row of the queue, for each claim);
 //
 //   - the final SELECT returns the leases, in order, with the claim's now
 //     and the hints: the earliest due time still pending (among the first
@@ -39,7 +44,7 @@ import (
 const claimSQL = `WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now, 
 	EXISTS (SELECT 1 FROM {QUEUES} q WHERE q.queue = $1::text AND q.paused) AS paused),
 c AS MATERIALIZED (
-	SELECT t.id, t.due, t.seq, octet_length(t.payload)::bigint AS size
+	SELECT t.ctid AS tid, t.id, t.due, t.seq, octet_length(t.payload)::bigint AS size
 	FROM {T} t
 	WHERE t.queue = $1::text AND t.state = 1 AND NOT (SELECT paused FROM n)
 		AND t.due <= (SELECT now FROM n) + $4::bigint * interval '1 microsecond'
@@ -48,14 +53,14 @@ c AS MATERIALIZED (
 	FOR UPDATE SKIP LOCKED
 ),
 o AS MATERIALIZED (
-	SELECT c.id, c.due, c.seq,
+	SELECT c.tid, c.id, c.due, c.seq,
 		row_number() OVER w AS rn,
 		sum(c.size) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS upto
 	FROM c
 	WINDOW w AS (ORDER BY c.due, c.seq)
 ),
 k AS MATERIALIZED (
-	SELECT o.id, o.due, o.rn, (o.due > n.now OR o.rn > $3::bigint) AS held,
+	SELECT o.tid, o.id, o.due, o.rn, (o.due > n.now OR o.rn > $3::bigint) AS held,
 		greatest(o.due, n.now) AS ready, nextval({TOK}) AS token, nextval({SEQ}) AS seq
 	FROM o CROSS JOIN n
 	WHERE o.rn = 1 OR o.upto <= $6::bigint
@@ -65,7 +70,7 @@ u AS (
 	UPDATE {T} t SET state = 2, attempt = t.attempt + 1, token = k.token, held = k.held,
 		deadline = k.ready + $5::bigint * interval '1 microsecond', seq = k.seq
 	FROM k
-	WHERE t.queue = $1::text AND t.id = k.id
+	WHERE t.ctid = k.tid AND t.queue = $1::text AND t.id = k.id
 	RETURNING t.id, t.payload, t.due, t.attempt, t.token, t.deadline, t.held, t.last_error, k.ready, k.rn
 )
 SELECT u.id, u.payload, u.due, u.attempt, u.token, u.deadline, u.held, u.last_error, u.ready,
@@ -109,10 +114,7 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 	if err := s.check(); err != nil {
 		return durable.Claimed{}, err
 	}
-	limit := max(0, min(p.Limit, MaxClaim))
-	handOut := min(limit, max(0, p.Limit-max(p.Held, 0)))
-	rows, err := s.pool.Query(ctx, s.sql.claim, s.queue, int64(limit), int64(handOut),
-		micros(max(p.Ahead, 0)), micros(p.Lease), int64(maxClaimBytes), int64(maxDueSoon))
+	rows, err := s.pool.Query(ctx, s.sql.claim, s.claimArgs(p)...)
 	if err != nil {
 		return durable.Claimed{}, wrap("claim", err)
 	}
@@ -160,7 +162,7 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 		return durable.Claimed{}, wrap("claim", err)
 	}
 	horizon := c.Now.Add(max(p.Ahead, 0))
-	if !c.Paused && !cut && len(c.Leases) < limit && !c.NextDue.IsZero() && !c.NextDue.After(horizon) {
+	if !c.Paused && !cut && len(c.Leases) < max(0, min(p.Limit, MaxClaim)) && !c.NextDue.IsZero() && !c.NextDue.After(horizon) {
 		// Messages due by the horizon that the claim did not lease,
 		// though it could have: others hold them locked (a claim in
 		// progress, a transaction that replaces them). Claiming again at
@@ -175,4 +177,12 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 		s.wake.recheck()
 	}
 	return c, nil
+}
+
+// claimArgs returns the arguments of claimSQL for p.
+func (s *Store) claimArgs(p durable.ClaimParams) []any {
+	limit := max(0, min(p.Limit, MaxClaim))
+	handOut := min(limit, max(0, p.Limit-max(p.Held, 0)))
+	return []any{s.queue, int64(limit), int64(handOut),
+		micros(max(p.Ahead, 0)), micros(p.Lease), int64(maxClaimBytes), int64(maxDueSoon)}
 }

@@ -1,0 +1,123 @@
+package pgstore
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed64e23a5c/timingwheel/durable"
+)
+
+// A claim reads, to make them in flight, the rows it locked and no
+// others, even for a queue that the table's statistics do not know yet
+// (the planner then estimates it at one row). Before, the statement's
+// update was planned as a scan of every row of the queue for each claim,
+// which made draining a backlog of n messages cost O(n²).
+func TestClaimReadsOnlyTheRowsItClaims(t *testing.T) {
+	pool := testPool(t)
+	schema := fmt.Sprintf("claimplan%d", time.Now().UnixNano())
+	first := openStore(t, pool, freshQueue(), WithSchema(schema))
+	enqueueN(t, first, 1000)
+	// The statistics know the first queue only.
+	_, err := pool.Exec(ctx, `ANALYZE "`+schema+`".timingwheel_messages`)
+	require.NoError(t, err)
+
+	s := openStore(t, pool, freshQueue(), WithSchema(schema))
+	const backlog, limit = 5000, 100
+	enqueueN(t, s, backlog)
+
+	var plan []struct{ Plan planNode }
+	p := durable.ClaimParams{Limit: limit, Lease: time.Minute}
+	require.NoError(t, pool.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+s.sql.claim, s.claimArgs(p)...).Scan(&plan))
+	require.Len(t, plan, 1)
+	update := plan[0].Plan.find("ModifyTable")
+	require.NotNil(t, update, "the claim updates the rows it locked")
+	read := update.rowsRead("timingwheel_messages")
+	assert.Equal(t, float64(limit), read, "rows of the table read to update the %d claimed, of %d pending", limit, backlog)
+}
+
+// enqueueN enqueues n messages due now to s.
+func enqueueN(t *testing.T, s *Store, n int) {
+	t.Helper()
+	msgs := make([]durable.Message, n)
+	for i := range msgs {
+		msgs[i] = durable.Message{ID: fmt.Sprintf("m%05d", i), Payload: []byte("p")}
+	}
+	require.NoError(t, s.Enqueue(ctx, msgs))
+}
+
+// A planNode is a node of EXPLAIN (FORMAT JSON)'s plan.
+type planNode struct {
+	NodeType     string     `json:"Node Type"`
+	RelationName string     `json:"Relation Name"`
+	ActualRows   float64    `json:"Actual Rows"`
+	ActualLoops  float64    `json:"Actual Loops"`
+	Plans        []planNode `json:"Plans"`
+}
+
+// find returns the first node of type typ in n's tree, depth first.
+func (n *planNode) find(typ string) *planNode {
+	if n.NodeType == typ {
+		return n
+	}
+	for i := range n.Plans {
+		if f := n.Plans[i].find(typ); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// rowsRead returns the rows that the scans of relation below n returned,
+// over all their loops.
+func (n *planNode) rowsRead(relation string) float64 {
+	var rows float64
+	for i := range n.Plans {
+		c := &n.Plans[i]
+		if c.RelationName == relation {
+			rows += c.ActualRows * c.ActualLoops
+		}
+		rows += c.rowsRead(relation)
+	}
+	return rows
+}
+
+// Acks and confirmations of many leases read the rows of those leases
+// and no others, even for a queue that the table's statistics do not
+// know yet; before, each statement read every message in flight in the
+// queue.
+func TestLeaseStatementsReadOnlyTheirRows(t *testing.T) {
+	pool := testPool(t)
+	schema := fmt.Sprintf("leaseplan%d", time.Now().UnixNano())
+	first := openStore(t, pool, freshQueue(), WithSchema(schema))
+	enqueueN(t, first, 1000)
+	_, err := pool.Exec(ctx, `ANALYZE "`+schema+`".timingwheel_messages`)
+	require.NoError(t, err)
+
+	s := openStore(t, pool, freshQueue(), WithSchema(schema))
+	const inFlight, batch = 5000, 100
+	enqueueN(t, s, inFlight)
+	var leases []durable.Lease
+	for len(leases) < inFlight {
+		c, err := s.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Held: MaxClaim, Lease: time.Minute})
+		require.NoError(t, err)
+		require.NotEmpty(t, c.Leases)
+		leases = append(leases, c.Leases...)
+	}
+	ids := make([][]byte, batch)
+	tokens := make([]int64, batch)
+	for i := range ids {
+		ids[i], tokens[i] = []byte(leases[i].ID), int64(leases[i].Token)
+	}
+	for name, sql := range map[string]string{"confirm": s.sql.confirmMany, "ack": s.sql.ackMany} {
+		var plan []struct{ Plan planNode }
+		require.NoError(t, pool.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, s.queue, ids, tokens).Scan(&plan), name)
+		require.Len(t, plan, 1)
+		read := plan[0].Plan.rowsRead("timingwheel_messages")
+		assert.LessOrEqual(t, read, float64(2*batch), "%s of %d leases, %d in flight: rows read", name, batch, inFlight)
+		assert.Positive(t, read, name)
+	}
+}

@@ -260,3 +260,54 @@ func TestConcurrentConfirms(t *testing.T) {
 		}
 	}
 }
+
+// blockScriptHook holds every call of one script until release is
+// closed, and says when the first has started.
+type blockScriptHook struct {
+	sha     string
+	started chan struct{}
+	once    *sync.Once
+	release chan struct{}
+}
+
+func (h blockScriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h blockScriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && args[1] == h.sha {
+			h.once.Do(func() { close(h.started) })
+			<-h.release
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h blockScriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Acks and confirmations do not wait for the enqueues under way: with an
+// enqueue script held up, a held lease is confirmed and acked.
+func TestLeasesDoNotWaitForEnqueues(t *testing.T) {
+	srv := startRedis(t)
+	c := redis.NewClient(srv.options())
+	t.Cleanup(func() { _ = c.Close() })
+	s := openStore(t, c, "q")
+	leases := claimN(t, s, 1, 1)
+	require.True(t, leases[0].Ahead)
+
+	hook := blockScriptHook{sha: enqueueScript.Hash(), started: make(chan struct{}), once: new(sync.Once), release: make(chan struct{})}
+	c.AddHook(hook)
+	enqueued := make(chan error, 1)
+	go func() { enqueued <- s.Enqueue(ctx, []durable.Message{{ID: "other"}}) }()
+	<-hook.started
+	require.NoError(t, s.Confirm(ctx, leases[0].ID, leases[0].Token))
+	require.NoError(t, s.Ack(ctx, leases[0].ID, leases[0].Token))
+	select {
+	case err := <-enqueued:
+		t.Fatalf("the enqueue returned (%v) while its script was held", err)
+	default:
+	}
+	close(hook.release)
+	require.NoError(t, <-enqueued)
+}

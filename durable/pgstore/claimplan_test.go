@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,15 +18,7 @@ import (
 // update was planned as a scan of every row of the queue for each claim,
 // which made draining a backlog of n messages cost O(n²).
 func TestClaimReadsOnlyTheRowsItClaims(t *testing.T) {
-	pool := testPool(t)
-	schema := fmt.Sprintf("claimplan%d", time.Now().UnixNano())
-	first := openStore(t, pool, freshQueue(), WithSchema(schema))
-	enqueueN(t, first, 1000)
-	// The statistics know the first queue only.
-	_, err := pool.Exec(ctx, `ANALYZE "`+schema+`".timingwheel_messages`)
-	require.NoError(t, err)
-
-	s := openStore(t, pool, freshQueue(), WithSchema(schema))
+	pool, s := unknownQueue(t)
 	const backlog, limit = 5000, 100
 	enqueueN(t, s, backlog)
 
@@ -37,6 +30,19 @@ func TestClaimReadsOnlyTheRowsItClaims(t *testing.T) {
 	require.NotNil(t, update, "the claim updates the rows it locked")
 	read := update.rowsRead("timingwheel_messages")
 	assert.Equal(t, float64(limit), read, "rows of the table read to update the %d claimed, of %d pending", limit, backlog)
+}
+
+// unknownQueue returns a store on a queue that the statistics of its
+// table do not know: the table, in a schema of its own, was analyzed when
+// it held only the 1,000 messages of another queue.
+func unknownQueue(t *testing.T) (*pgxpool.Pool, *Store) {
+	t.Helper()
+	pool := testPool(t)
+	schema := fmt.Sprintf("plan%d", time.Now().UnixNano())
+	enqueueN(t, openStore(t, pool, freshQueue(), WithSchema(schema)), 1000)
+	_, err := pool.Exec(ctx, `ANALYZE "`+schema+`".timingwheel_messages`)
+	require.NoError(t, err)
+	return pool, openStore(t, pool, freshQueue(), WithSchema(schema))
 }
 
 // enqueueN enqueues n messages due now to s.
@@ -90,14 +96,7 @@ func (n *planNode) rowsRead(relation string) float64 {
 // know yet; before, each statement read every message in flight in the
 // queue.
 func TestLeaseStatementsReadOnlyTheirRows(t *testing.T) {
-	pool := testPool(t)
-	schema := fmt.Sprintf("leaseplan%d", time.Now().UnixNano())
-	first := openStore(t, pool, freshQueue(), WithSchema(schema))
-	enqueueN(t, first, 1000)
-	_, err := pool.Exec(ctx, `ANALYZE "`+schema+`".timingwheel_messages`)
-	require.NoError(t, err)
-
-	s := openStore(t, pool, freshQueue(), WithSchema(schema))
+	pool, s := unknownQueue(t)
 	const inFlight, batch = 5000, 100
 	enqueueN(t, s, inFlight)
 	var leases []durable.Lease

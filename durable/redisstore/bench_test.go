@@ -31,7 +31,7 @@ func benchQueue(b *testing.B, srv *redisServer, queue string, sent *atomic.Int64
 	o := srv.options()
 	o.PoolSize = 128
 	c := redis.NewClient(o)
-	c.AddHook(countHook{sent})
+	c.AddHook(countHook{n: sent})
 	s, err := New(c, queue)
 	if err != nil {
 		b.Fatal(err)

@@ -25,27 +25,8 @@ func countedStore(t *testing.T, srv *redisServer, opts ...Option) (*Store, *atom
 	c := redis.NewClient(srv.options())
 	t.Cleanup(func() { _ = c.Close() })
 	s := openStore(t, c, "q", opts...)
-	c.AddHook(roundTripHook{trips})
+	c.AddHook(countHook{n: trips, trips: true})
 	return s, trips
-}
-
-// roundTripHook counts a client's round trips.
-type roundTripHook struct{ n *atomic.Int64 }
-
-func (h roundTripHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h roundTripHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h roundTripHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmds)
-	}
 }
 
 // Enqueues made at the same time share round trips: each call is written

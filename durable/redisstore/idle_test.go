@@ -19,8 +19,12 @@ import (
 	"github.com/seed64e23a5c/timingwheel/internal/durablebench"
 )
 
-// countHook counts the commands a client sends.
-type countHook struct{ n *atomic.Int64 }
+// countHook counts the commands a client sends, or with trips its round
+// trips (a pipeline or transaction counts once).
+type countHook struct {
+	n     *atomic.Int64
+	trips bool
+}
 
 func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -33,7 +37,11 @@ func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
+		if h.trips {
+			h.n.Add(1)
+		} else {
+			h.n.Add(int64(len(cmds)))
+		}
 		return next(ctx, cmds)
 	}
 }
@@ -78,7 +86,7 @@ func idleConsumers(t testing.TB, srv *redisServer, queue string, n int) (*atomic
 	var got atomic.Int64
 	for range n {
 		c := srv.newClient()
-		c.AddHook(countHook{sent})
+		c.AddHook(countHook{n: sent})
 		s, err := New(c, queue)
 		require.NoError(t, err)
 		q, err := durable.New(s)

@@ -165,6 +165,21 @@ local function notify(before, after)
   end
 end
 
+-- unlist takes the message id, whose meta is m, out of the sorted set of
+-- its state (pending, in flight or dead), and reports whether it was
+-- pending.
+local function unlist(id, m)
+  if m.st == 'p' then
+    redis.call('ZREM', pending_key, m.pre .. id)
+    return true
+  elseif m.st == 'f' or m.st == 'a' then
+    redis.call('ZREM', inflight_key, id)
+  else
+    redis.call('ZREM', dead_key, m.pre .. id)
+  end
+  return false
+end
+
 -- put writes the message id as pending, due at score with the member
 -- prefix pre, replacing what the shard held under id (m, its meta, or
 -- nil) whatever its state; nonce is the writing call's, now Redis's now.
@@ -172,15 +187,7 @@ local function put(id, body, score, pre, nonce, now, m)
   if not m or redis.call('HEXISTS', enqueued_key, id) == 0 then
     redis.call('HSET', enqueued_key, id, num(now))
   end
-  if m then
-    if m.st == 'p' then
-      redis.call('ZREM', pending_key, m.pre .. id)
-    elseif m.st == 'f' or m.st == 'a' then
-      redis.call('ZREM', inflight_key, id)
-    else
-      redis.call('ZREM', dead_key, m.pre .. id)
-    end
-  end
+  if m then unlist(id, m) end
   redis.call('ZADD', pending_key, score, pre .. id)
   redis.call('HSET', meta_key, id, mkmeta('p', pre, 0, 0, {nonce = nonce}))
   redis.call('HSET', payload_key, id, body)
@@ -194,13 +201,7 @@ local function drop(id)
   local m = meta(redis.call('HGET', meta_key, id))
   if not m then return 0 end
   if m.st == 'f' then return 2 end
-  if m.st == 'p' then
-    redis.call('ZREM', pending_key, m.pre .. id)
-  elseif m.st == 'a' then
-    redis.call('ZREM', inflight_key, id)
-  else
-    redis.call('ZREM', dead_key, m.pre .. id)
-  end
+  unlist(id, m)
   redis.call('HDEL', meta_key, id)
   redis.call('HDEL', payload_key, id)
   redis.call('HDEL', error_key, id)
@@ -264,16 +265,7 @@ for i = 1, n do
       enqueued[#enqueued + 1] = id
       enqueued[#enqueued + 1] = nows
     end
-    if m then
-      if m.st == 'p' then
-        redis.call('ZREM', pending_key, m.pre .. id)
-        moved = true
-      elseif m.st == 'f' or m.st == 'a' then
-        redis.call('ZREM', inflight_key, id)
-      else
-        redis.call('ZREM', dead_key, m.pre .. id)
-      end
-    end
+    if m and unlist(id, m) then moved = true end
     zadd[#zadd + 1] = score
     zadd[#zadd + 1] = pre .. id
     metas_new[#metas_new + 1] = id

@@ -11,6 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// waitForWaiting waits until n calls wait in c for a batch.
+func waitForWaiting[T any](t *testing.T, c *Coalescer[T], n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.waiting) == n
+	}, 10*time.Second, time.Millisecond, "%d calls waiting", n)
+}
+
 // A lone call is sent at once, alone, and gets its own outcome.
 func TestALoneCallIsSentAlone(t *testing.T) {
 	var batches [][]int
@@ -59,11 +69,7 @@ func TestCallsArrivingMeanwhileShareTheNextBatch(t *testing.T) {
 		wg.Go(func() { errs[i] = c.Do(context.Background(), i) })
 	}
 	// The five wait behind the first batch.
-	require.Eventually(t, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return len(c.waiting) == 5
-	}, 10*time.Second, time.Millisecond)
+	waitForWaiting(t, c, 5)
 	close(release)
 	wg.Wait()
 
@@ -108,11 +114,7 @@ func TestTakeLeavesTheRestForLaterBatches(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		wg.Go(func() { assert.NoError(t, c.Do(context.Background(), i)) })
 	}
-	require.Eventually(t, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return len(c.waiting) == 5
-	}, 10*time.Second, time.Millisecond)
+	waitForWaiting(t, c, 5)
 	close(release)
 	wg.Wait()
 
@@ -149,11 +151,7 @@ func TestACallCanceledWhileWaitingIsNotSent(t *testing.T) {
 	canceled := make(chan error)
 	go func() { canceled <- c.Do(ctx, 1) }()
 	wg.Go(func() { assert.NoError(t, c.Do(context.Background(), 2)) })
-	require.Eventually(t, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return len(c.waiting) == 2
-	}, 10*time.Second, time.Millisecond)
+	waitForWaiting(t, c, 2)
 	cancel()
 	assert.ErrorIs(t, <-canceled, context.Canceled)
 	close(release)

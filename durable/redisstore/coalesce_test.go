@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -68,44 +67,6 @@ func TestConcurrentEnqueuesShareRoundTrips(t *testing.T) {
 			assert.Equal(t, before+1, trips.Load(), "a lone call is one round trip")
 		})
 	}
-}
-
-// Calls made at the same time that write one ID leave one message of
-// that ID (the script writes an ID once a call, so such calls go in
-// different round trips), holding the payload of one of the calls.
-func TestConcurrentEnqueuesOfOneIDLeaveOneMessage(t *testing.T) {
-	srv := startRedis(t)
-	s, _ := countedStore(t, srv)
-	const callers = 50
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for g := range callers {
-		wg.Go(func() {
-			<-start
-			assert.NoError(t, s.Enqueue(ctx, []durable.Message{
-				{ID: "shared", Payload: []byte(strconv.Itoa(g))},
-				{ID: fmt.Sprintf("own%02d", g), Payload: []byte(strconv.Itoa(g))},
-			}))
-		})
-	}
-	close(start)
-	wg.Wait()
-	st, err := s.Stats(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, callers+1, st.Pending)
-	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 2 * callers, Lease: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, c.Leases, callers+1)
-	shared := 0
-	for _, l := range c.Leases {
-		if l.ID == "shared" {
-			shared++
-			g, err := strconv.Atoi(string(l.Payload))
-			require.NoError(t, err)
-			assert.True(t, g >= 0 && g < callers, "the payload of one of the calls: %q", l.Payload)
-		}
-	}
-	assert.Equal(t, 1, shared)
 }
 
 // Acks made at the same time share script calls, and each still gets its

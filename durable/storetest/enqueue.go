@@ -1,7 +1,10 @@
 package storetest
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -74,6 +77,39 @@ var enqueueRules = []rule{
 		require.Equal(e.t, "v2", string(e.get("a").Payload))
 		ls := e.claimAll(time.Minute)
 		require.ElementsMatch(e.t, []string{"a", "b"}, ids(ls))
+	}},
+	{"ConcurrentCallsEachWhole", func(e *env) {
+		// Calls made at the same time, some of them writing the same IDs
+		// (a store may send them together): each call is written whole,
+		// and each ID holds one message, from one of the calls that wrote
+		// it.
+		const callers, shared = 50, 5
+		due := e.past()
+		errs := make([]error, callers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := range callers {
+			wg.Go(func() {
+				<-start
+				p := []byte(strconv.Itoa(g))
+				errs[g] = e.s.Enqueue(e.ctx, []durable.Message{
+					{ID: fmt.Sprintf("own%02d", g), Payload: p, Due: due},
+					{ID: fmt.Sprintf("shared%d", g%shared), Payload: p, Due: due},
+				})
+			})
+		}
+		close(start)
+		wg.Wait()
+		for g, err := range errs {
+			require.NoError(e.t, err, "call %d", g)
+		}
+		e.requireCounts(callers+shared, 0, 0)
+		for i := range shared {
+			g, err := strconv.Atoi(string(e.get(fmt.Sprintf("shared%d", i)).Payload))
+			require.NoError(e.t, err)
+			require.Equal(e.t, i, g%shared, "shared%d holds the payload of a call that wrote it", i)
+		}
+		require.Len(e.t, e.claimAll(time.Minute), callers+shared, "one message an ID")
 	}},
 	{"InvalidBatchWritesNothing", func(e *env) {
 		e.enqueue(durable.Message{ID: "kept", Payload: []byte("v0"), Due: e.past()})

@@ -92,9 +92,10 @@
 // same time share script calls: the calls that arrive while one such
 // script is under way go together in the next (the acks and the
 // confirmations of each shard apart, and apart from the enqueues, so that
-// a delivery's confirmation never waits behind producers' writes). A lone
+// a delivery's confirmation never waits for the producers' script under
+// way to be answered). A lone
 // call waits for nothing but its own script; each call still gets its own
-// outcome, and calls that write one ID go in different scripts, in order.
+// outcome, and calls that write one ID go in different scripts.
 // The scripts of many messages write them with one command per hash and
 // sorted set, not one per message.
 //

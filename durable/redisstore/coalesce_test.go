@@ -2,7 +2,9 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -203,29 +205,17 @@ func TestConcurrentConfirms(t *testing.T) {
 	}
 }
 
-// blockScriptHook holds every call of one script until release is
-// closed, and says when the first has started.
-type blockScriptHook struct {
-	sha     string
-	started chan struct{}
-	once    *sync.Once
-	release chan struct{}
-}
-
-func (h blockScriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h blockScriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); len(args) > 1 && args[1] == h.sha {
-			h.once.Do(func() { close(h.started) })
-			<-h.release
+// holdScript returns a hook that holds every call of sc until release is
+// closed, and closes started when the first comes.
+func holdScript(sc *redis.Script, started, release chan struct{}) cmdHook {
+	var once sync.Once
+	return func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if isScript(cmd, sc) {
+			once.Do(func() { close(started) })
+			<-release
 		}
 		return next(ctx, cmd)
 	}
-}
-
-func (h blockScriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // Acks and confirmations do not wait for the enqueues under way: with an
@@ -238,11 +228,11 @@ func TestLeasesDoNotWaitForEnqueues(t *testing.T) {
 	leases := claimN(t, s, 1, 1)
 	require.True(t, leases[0].Ahead)
 
-	hook := blockScriptHook{sha: enqueueScript.Hash(), started: make(chan struct{}), once: new(sync.Once), release: make(chan struct{})}
-	c.AddHook(hook)
+	started, release := make(chan struct{}), make(chan struct{})
+	c.AddHook(holdScript(enqueueScript, started, release))
 	enqueued := make(chan error, 1)
 	go func() { enqueued <- s.Enqueue(ctx, []durable.Message{{ID: "other"}}) }()
-	<-hook.started
+	<-started
 	require.NoError(t, s.Confirm(ctx, leases[0].ID, leases[0].Token))
 	require.NoError(t, s.Ack(ctx, leases[0].ID, leases[0].Token))
 	select {
@@ -250,6 +240,48 @@ func TestLeasesDoNotWaitForEnqueues(t *testing.T) {
 		t.Fatalf("the enqueue returned (%v) while its script was held", err)
 	default:
 	}
-	close(hook.release)
+	close(release)
 	require.NoError(t, <-enqueued)
+}
+
+// On Redis Cluster, calls sent in one round trip get the outcome of the
+// shards of their own messages: a shard's failed transaction fails the
+// call that wrote to it, not one that wrote only to another shard.
+func TestMergedEnqueuesOnAClusterFailByShard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a 3-node Redis Cluster")
+	}
+	c := clusterClient(t, startCluster(t, 3))
+	s := openStore(t, c, "q", WithShards(2))
+	// The first call is held in flight while the two others wait, so that
+	// they go together in the next round trip.
+	started, release := make(chan struct{}), make(chan struct{})
+	c.AddHook(holdScript(enqueueScript, started, release))
+	failing := s.shards[1].keys[keyPending]
+	c.AddHook(pipelineHook(func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+		for _, cmd := range cmds {
+			if slices.Contains(scriptKeys(cmd), failing) {
+				err := errors.New("injected: connection lost")
+				for _, cmd := range cmds {
+					cmd.SetErr(err)
+				}
+				return err
+			}
+		}
+		return next(ctx, cmds)
+	}))
+	first := make(chan error, 1)
+	go func() { first <- s.Enqueue(ctx, []durable.Message{{ID: idsOfShard("first", 2, 0, 1)[0]}}) }()
+	<-started
+	var wg sync.WaitGroup
+	var onZero, onOne error
+	wg.Go(func() { onZero = s.Enqueue(ctx, []durable.Message{{ID: idsOfShard("zero", 2, 0, 1)[0]}}) })
+	wg.Go(func() { onOne = s.Enqueue(ctx, []durable.Message{{ID: idsOfShard("one", 2, 1, 1)[0]}}) })
+	require.Eventually(t, func() bool { return s.enqueues.Waiting() == 2 }, 10*time.Second, time.Millisecond,
+		"the two calls wait behind the first")
+	close(release)
+	wg.Wait()
+	require.NoError(t, <-first)
+	assert.NoError(t, onZero, "its shard's transaction succeeded")
+	assert.ErrorContains(t, onOne, "injected")
 }

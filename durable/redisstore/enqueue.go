@@ -2,8 +2,10 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
@@ -24,7 +26,8 @@ import (
 //
 // Calls made at the same time share a round trip (see coalesce.Coalescer):
 // each is written all or none, as if the calls had been made one after
-// the other, and each caller gets the outcome of the round trip.
+// the other, and each caller gets the outcome of the round trip, on Redis
+// Cluster the outcome for the shards of its own messages.
 //
 // Each round trip has a random nonce, stored with the messages it writes:
 // if go-redis sends the call again because its reply was lost, the
@@ -51,19 +54,19 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 // newEnqueueCoalescer returns the coalescer of the Enqueue calls of s.
 func newEnqueueCoalescer(s *Store) *coalesce.Coalescer[[]durable.Message] {
 	return &coalesce.Coalescer[[]durable.Message]{Yield: true, Take: takeEnqueues, Send: func(batch []*coalesce.Call[[]durable.Message]) {
-		if len(batch) == 1 {
-			batch[0].Err = wrap("enqueue", s.write(batch[0].Ctx, batch[0].Arg))
-			return
-		}
 		var all []durable.Message
 		for _, c := range batch {
 			all = append(all, c.Arg...)
 		}
 		ctx, cancel := coalesce.Context(batch)
-		err := wrap("enqueue", s.write(ctx, all))
+		errs := s.write(ctx, all)
 		cancel()
 		for _, c := range batch {
-			c.Err = err
+			var own []error
+			for _, sh := range s.shardsOf(c.Arg) {
+				own = append(own, errs[sh])
+			}
+			c.Err = wrap("enqueue", errors.Join(own...))
 		}
 	}}
 }
@@ -110,8 +113,21 @@ func holdsAny(msgs []durable.Message, ids map[string]bool) bool {
 	return false
 }
 
-// write writes msgs, valid and each ID once, in one round trip.
-func (s *Store) write(ctx context.Context, msgs []durable.Message) error {
+// shardsOf returns the shards of the messages of msgs, each once.
+func (s *Store) shardsOf(msgs []durable.Message) []int {
+	var shards []int
+	for i := range msgs {
+		if sh := shardOf(msgs[i].ID, len(s.shards)); !slices.Contains(shards, sh) {
+			shards = append(shards, sh)
+		}
+	}
+	return shards
+}
+
+// write writes msgs, valid and each ID once, in one round trip, and
+// returns the outcome for each shard: the same for all but on Redis
+// Cluster, where each shard's transaction is its own.
+func (s *Store) write(ctx context.Context, msgs []durable.Message) []error {
 	nonce := fmt.Sprintf("%016x", rand.Uint64())
 	// The script calls of each shard, the messages in their order.
 	calls := make([][]*enqueueCall, len(s.shards))
@@ -127,24 +143,32 @@ func (s *Store) write(ctx context.Context, msgs []durable.Message) error {
 		}
 		cs[len(cs)-1].add(m)
 	}
+	errs := make([]error, len(s.shards))
+	all := func(err error) []error {
+		for sh := range errs {
+			errs[sh] = err
+		}
+		return errs
+	}
 	if ncalls == 1 {
 		for sh, cs := range calls {
 			if len(cs) == 1 {
 				_, err := s.run(ctx, enqueueScript, sh, cs[0].args...)
-				return err
+				return all(err)
 			}
 		}
 	}
 	if !s.cluster {
-		return s.enqueueTx(ctx, calls, -1)
+		return all(s.enqueueTx(ctx, calls, -1))
 	}
 	// On a cluster, one transaction per shard, all at once.
-	return s.parallel(func(sh int) error {
-		if len(calls[sh]) == 0 {
-			return nil
+	_ = s.parallel(func(sh int) error {
+		if len(calls[sh]) > 0 {
+			errs[sh] = s.enqueueTx(ctx, calls, sh)
 		}
-		return s.enqueueTx(ctx, calls, sh)
+		return errs[sh]
 	})
+	return errs
 }
 
 // An enqueueCall is the arguments of one call of the enqueue script.

@@ -55,8 +55,9 @@ type Call[T any] struct {
 
 // Do sends arg in a batch of c, with other calls, and returns its
 // outcome. If ctx ends while the call waits for a batch, Do returns
-// ctx.Err() and the call is not sent; once it is sent, Do returns its
-// outcome, as a round trip under way would.
+// ctx.Err() and the call is not sent, unless it is being taken in a batch
+// or given the lead at that moment: then, as once it is sent, Do returns
+// its outcome, as a round trip under way would.
 func (c *Coalescer[T]) Do(ctx context.Context, arg T) error {
 	me := &Call[T]{Ctx: ctx, Arg: arg, done: make(chan struct{}), lead: make(chan struct{})}
 	c.mu.Lock()
@@ -121,6 +122,10 @@ func (c *Coalescer[T]) runBatch(me *Call[T]) {
 		batch, c.waiting = c.Take(candidates)
 	}
 	c.mu.Unlock()
+	if len(batch) == 0 || batch[0] != me {
+		// The leader would wait for an outcome nobody gives.
+		panic("coalesce: Take did not pick the first call it was given")
+	}
 
 	c.Send(batch)
 	for _, b := range batch {
@@ -136,6 +141,14 @@ func (c *Coalescer[T]) runBatch(me *Call[T]) {
 	next := c.waiting[0]
 	c.waiting = slices.Delete(c.waiting, 0, 1)
 	close(next.lead)
+}
+
+// Waiting returns how many calls wait for a batch (those under way in one
+// are not counted).
+func (c *Coalescer[T]) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiting)
 }
 
 // Context returns the context of a round trip of batch: it keeps the
@@ -156,10 +169,11 @@ func Context[T any](batch []*Call[T]) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(context.WithoutCancel(batch[0].Ctx), latest)
 }
 
-// Distinct returns a Take that picks up to limit calls, no two of the
-// same key: a second call with a key waits for a later batch, which sees
+// Distinct returns a Take that picks up to limit calls (at least one),
+// no two of the same key: a second call with a key waits for a later batch, which sees
 // what the first did, as if the calls had been made one after the other.
 func Distinct[T any, K comparable](limit int, key func(T) K) func(waiting []*Call[T]) (batch, rest []*Call[T]) {
+	limit = max(limit, 1) // the first call, at least
 	return func(waiting []*Call[T]) (batch, rest []*Call[T]) {
 		seen := make(map[K]bool, len(waiting))
 		for _, c := range waiting {

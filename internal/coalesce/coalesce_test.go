@@ -14,11 +14,7 @@ import (
 // waitForWaiting waits until n calls wait in c for a batch.
 func waitForWaiting[T any](t *testing.T, c *Coalescer[T], n int) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return len(c.waiting) == n
-	}, 10*time.Second, time.Millisecond, "%d calls waiting", n)
+	require.Eventually(t, func() bool { return c.Waiting() == n }, 10*time.Second, time.Millisecond, "%d calls waiting", n)
 }
 
 // A lone call is sent at once, alone, and gets its own outcome.
@@ -220,4 +216,23 @@ func TestDistinct(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a1", "b1", "c1"}, args(batch))
 	assert.Equal(t, []string{"a2", "d1", "b2"}, args(rest))
+}
+
+// A Take that leaves out the leader's own call is a bug of the caller's,
+// which Do reports rather than wait for ever.
+func TestATakeWithoutTheLeaderPanics(t *testing.T) {
+	c := &Coalescer[int]{
+		Take: func(waiting []*Call[int]) (batch, rest []*Call[int]) { return nil, waiting },
+		Send: func([]*Call[int]) {},
+	}
+	assert.PanicsWithValue(t, "coalesce: Take did not pick the first call it was given", func() {
+		_ = c.Do(context.Background(), 1)
+	})
+}
+
+// Distinct with a limit below one still picks the first call.
+func TestDistinctPicksOneAtLeast(t *testing.T) {
+	batch, rest := Distinct(0, func(i int) int { return i })([]*Call[int]{{Arg: 1}, {Arg: 2}})
+	assert.Len(t, batch, 1)
+	assert.Len(t, rest, 1)
 }

@@ -23,17 +23,20 @@ import (
 //     is held (due after now, or beyond the $3 that may be handed out),
 //     a new fencing token and a new seq, in order;
 //
-//   - u makes them in flight. It names their IDs twice, as a list and
-//     in the join with k: with the list, the table is read through its
-//     primary key for those IDs only, whatever the planner estimates of
-//     k and of the queue (a queue whose rows the table's statistics do
-//     not know yet is estimated at one row, and the join alone was then
-//     planned as a scan of every row of the queue, for each claim);
+//   - u makes them in flight, finding each row by the ctid that c locked:
+//     one row read per message, whatever the planner estimates of k and
+//     of the queue (a queue whose rows the table's statistics do not
+//     know yet is estimated at one row, and a join on the ID alone was
+//     then planned as a scan of every row of the queue, for each claim).
+//     A row that another transaction changed and committed after the
+//     statement's snapshot and before c locked it is locked at its new
+//     version, which the snapshot does not see: u leaves it as it is,
+//     pending, and the hints below count it as pending;
 //
 //   - the final SELECT returns the leases, in order, with the claim's now
 //     and the hints: the earliest due time still pending (among the first
 //     $2+1 pending the statement sees, which holds it whatever it
-//     claimed), the earliest deadline in flight (of those it sees and
+//     claimed; the statement sees the rows u changed as they were before), the earliest deadline in flight (of those it sees and
 //     those it made), and how many pending are still due by the horizon
 //     (up to $7), and whether it locked messages it then left pending
 //     (beyond $6 bytes), and whether the queue is paused. With no lease,
@@ -78,7 +81,7 @@ SELECT u.id, u.payload, u.due, u.attempt, u.token, u.deadline, u.held, u.last_er
 	(SELECT min(x.due) FROM (
 		SELECT p.id, p.due FROM {T} p WHERE p.queue = $1::text AND p.state = 1
 		ORDER BY p.due, p.seq LIMIT $2::bigint + 1) x
-	WHERE x.id NOT IN (SELECT k.id FROM k)),
+	WHERE x.id NOT IN (SELECT u3.id FROM u u3)),
 	least(
 		(SELECT f.deadline FROM {T} f WHERE f.queue = $1::text AND f.state = 2 ORDER BY f.deadline, f.seq LIMIT 1),
 		(SELECT min(u2.deadline) FROM u u2)),
@@ -86,7 +89,7 @@ SELECT u.id, u.payload, u.due, u.attempt, u.token, u.deadline, u.held, u.last_er
 		SELECT p.id FROM {T} p WHERE p.queue = $1::text AND p.state = 1
 			AND p.due <= (SELECT now FROM n) + $4::bigint * interval '1 microsecond'
 		ORDER BY p.due, p.seq LIMIT $2::bigint + $7::bigint) x
-	WHERE x.id NOT IN (SELECT k.id FROM k)),
+	WHERE x.id NOT IN (SELECT u3.id FROM u u3)),
 	(SELECT count(*) FROM c) > (SELECT count(*) FROM k),
 	n.paused
 FROM n LEFT JOIN u ON true

@@ -111,7 +111,9 @@ func TestLeaseStatementsReadOnlyTheirRows(t *testing.T) {
 	for i := range ids {
 		ids[i], tokens[i] = []byte(leases[i].ID), int64(leases[i].Token)
 	}
-	for name, sql := range map[string]string{"confirm": s.sql.confirmMany, "ack": s.sql.ackMany} {
+	// Confirm first: the ack deletes the rows.
+	for _, st := range []struct{ name, sql string }{{"confirm", s.sql.confirmMany}, {"ack", s.sql.ackMany}} {
+		name, sql := st.name, st.sql
 		var plan []struct{ Plan planNode }
 		require.NoError(t, pool.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, s.queue, ids, tokens).Scan(&plan), name)
 		require.Len(t, plan, 1)

@@ -125,8 +125,10 @@ func RunRate(ctx context.Context, q *durable.Queue, workers, n int) (float64, er
 // early is an error.
 func Lateness(ctx context.Context, q *durable.Queue, prefix string, consumers, n int, window time.Duration) ([]time.Duration, error) {
 	// The first due time leaves the preload time to enqueue them all, at
-	// 5,000 a second, which a slow preload must not eat into.
-	lead := 200*time.Millisecond + time.Duration(n)*200*time.Microsecond
+	// 5,000 a second, which a slow preload must not eat into, and a second
+	// more for a machine busy with other work (a file store's fsyncs
+	// under a load of 4 took 485ms for 100 messages).
+	lead := time.Second + time.Duration(n)*200*time.Microsecond
 	start := time.Now().Add(lead)
 	step := window / time.Duration(n)
 	slot := rand.Perm(n) // enqueued out of due order

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"github.com/seed64e23a5c/timingwheel/internal/durablebench"
 )
 
 // asynqTaskType is the type of every task the asynq scenario enqueues.
@@ -203,7 +204,7 @@ func (b *asynqBench) lateness(ctx context.Context, figure string, workers, n int
 	defer srv.Shutdown()
 
 	// The same lead and spread as durablebench.Lateness.
-	lead := 200*time.Millisecond + time.Duration(n)*200*time.Microsecond
+	lead := durablebench.Lead(n)
 	first := time.Now().Add(lead)
 	step := window / time.Duration(n)
 	slot := rand.Perm(n)

@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/seed64e23a5c/timingwheel/internal/durablebench"
 )
 
 // riverArgs are the arguments of every job the river scenario inserts:
@@ -280,10 +281,10 @@ func (b *riverBench) lateness(ctx context.Context, queue string, workers, n int,
 
 // spreadDue returns the due times of n messages or jobs spread over
 // window after a lead time, as durablebench.Lateness spreads them: due(i)
-// for the ith (in random order), due(-1) the first of all. The lead leaves
-// time to write them all, at 5,000 a second.
+// for the ith (in random order), due(-1) the first of all, after
+// durablebench.Lead.
 func spreadDue(n int, window time.Duration) (lead time.Duration, due func(i int) time.Time) {
-	lead = 200*time.Millisecond + time.Duration(n)*200*time.Microsecond
+	lead = durablebench.Lead(n)
 	first := time.Now().Add(lead)
 	step := window / time.Duration(n)
 	slot := rand.Perm(n)

@@ -119,16 +119,19 @@ func RunRate(ctx context.Context, q *durable.Queue, workers, n int) (float64, er
 	return float64(n) / elapsed.Seconds(), nil
 }
 
+// Lead is how long after now the first of n messages of a lateness
+// figure is due: time to enqueue them all at 5,000 a second, which a slow
+// preload must not eat into, and a second more for a machine busy with
+// other work (a file store's fsyncs under a load of 4 took 485ms for 100
+// messages). Figures that compare with asynq or River use it for theirs.
+func Lead(n int) time.Duration { return time.Second + time.Duration(n)*200*time.Microsecond }
+
 // Lateness enqueues n messages due at random instants spread over window
 // from now, has consumers goroutines receive and ack them, and returns how
 // late each was received after its due time, sorted. A message received
 // early is an error.
 func Lateness(ctx context.Context, q *durable.Queue, prefix string, consumers, n int, window time.Duration) ([]time.Duration, error) {
-	// The first due time leaves the preload time to enqueue them all, at
-	// 5,000 a second, which a slow preload must not eat into, and a second
-	// more for a machine busy with other work (a file store's fsyncs
-	// under a load of 4 took 485ms for 100 messages).
-	lead := time.Second + time.Duration(n)*200*time.Microsecond
+	lead := Lead(n)
 	start := time.Now().Add(lead)
 	step := window / time.Duration(n)
 	slot := rand.Perm(n) // enqueued out of due order

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
@@ -249,60 +250,46 @@ func newEnqueueCoalescer(s *Store) *coalesce.Coalescer[*enqueueBatch] {
 	return &coalesce.Coalescer[*enqueueBatch]{Yield: true, Take: takeEnqueues, Send: func(batch []*coalesce.Call[*enqueueBatch]) { sendEnqueues(s, batch) }}
 }
 
-// takeEnqueues picks the first calls waiting whose messages fit one
-// statement together and hold no ID twice (ON CONFLICT cannot write a row
-// twice in a statement); the first that does not fit waits for the next
-// statement, and so do the calls after it.
-func takeEnqueues(waiting []*coalesce.Call[*enqueueBatch]) (batch, rest []*coalesce.Call[*enqueueBatch]) {
-	var rows, size int
-	ids := make(map[string]bool)
-	for i, c := range waiting {
-		b := c.Arg
-		if len(batch) > 0 && (rows+len(b.ids) > maxEnqueueRows || size+b.bytes > maxEnqueueBytes || b.holdsAny(ids)) {
-			return batch, waiting[i:]
+// takeEnqueues picks the calls of a statement: their messages fit one
+// statement and hold no ID twice (ON CONFLICT cannot write a row twice in
+// a statement).
+var takeEnqueues = coalesce.Fitting(maxEnqueueRows, maxEnqueueBytes,
+	func(b *enqueueBatch) (rows, bytes int) { return len(b.ids), b.bytes },
+	func(b *enqueueBatch) iter.Seq[string] {
+		return func(yield func(string) bool) {
+			for _, id := range b.ids {
+				if !yield(string(id)) {
+					return
+				}
+			}
 		}
-		batch = append(batch, c)
-		rows, size = rows+len(b.ids), size+b.bytes
-		for _, id := range b.ids {
-			ids[string(id)] = true
-		}
-	}
-	return batch, nil
-}
-
-// holdsAny reports whether b has a message whose ID is in ids.
-func (b *enqueueBatch) holdsAny(ids map[string]bool) bool {
-	for _, id := range b.ids {
-		if ids[string(id)] {
-			return true
-		}
-	}
-	return false
-}
+	})
 
 // sendEnqueues writes the messages of the calls of batch with one
 // statement, all or none. If it fails, and there was more than one call,
 // each call is written on its own, so that each has its own outcome.
 func sendEnqueues(s *Store, batch []*coalesce.Call[*enqueueBatch]) {
-	if len(batch) == 1 {
-		batch[0].Err = wrap("enqueue", s.enqueue(batch[0].Ctx, s.pool, batch[0].Arg))
-		return
-	}
-	all := &enqueueBatch{}
-	for _, c := range batch {
-		all.ids = append(all.ids, c.Arg.ids...)
-		all.payloads = append(all.payloads, c.Arg.payloads...)
-		all.dues = append(all.dues, c.Arg.dues...)
-		all.now = append(all.now, c.Arg.now...)
-		all.bytes += c.Arg.bytes
+	all := batch[0].Arg
+	if len(batch) > 1 {
+		all = &enqueueBatch{}
+		for _, c := range batch {
+			all.ids = append(all.ids, c.Arg.ids...)
+			all.payloads = append(all.payloads, c.Arg.payloads...)
+			all.dues = append(all.dues, c.Arg.dues...)
+			all.now = append(all.now, c.Arg.now...)
+			all.bytes += c.Arg.bytes
+		}
 	}
 	ctx, cancel := coalesce.Context(batch)
 	err := s.enqueue(ctx, s.pool, all)
 	cancel()
-	for _, c := range batch {
-		if err == nil {
-			continue
+	if err == nil || len(batch) == 1 {
+		for _, c := range batch {
+			c.Err = wrap("enqueue", err)
 		}
+		return
+	}
+	for _, c := range batch {
 		c.Err = wrap("enqueue", s.enqueue(c.Ctx, s.pool, c.Arg))
 	}
 }

@@ -98,9 +98,6 @@ func (s *Store) coalesced(ctx context.Context, c *coalesce.Coalescer[lease], id 
 	if !ok {
 		return durable.ErrLeaseLost
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	return c.Do(ctx, lease{id: []byte(id), token: tok})
 }
 

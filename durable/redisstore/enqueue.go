@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -45,23 +46,27 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 			return err
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	return s.enqueues.Do(ctx, dedup.LastOfEachID(msgs))
 }
 
 // newEnqueueCoalescer returns the coalescer of the Enqueue calls of s.
 func newEnqueueCoalescer(s *Store) *coalesce.Coalescer[[]durable.Message] {
 	return &coalesce.Coalescer[[]durable.Message]{Yield: true, Take: takeEnqueues, Send: func(batch []*coalesce.Call[[]durable.Message]) {
-		var all []durable.Message
-		for _, c := range batch {
-			all = append(all, c.Arg...)
+		all := batch[0].Arg
+		if len(batch) > 1 {
+			all = nil
+			for _, c := range batch {
+				all = append(all, c.Arg...)
+			}
 		}
 		ctx, cancel := coalesce.Context(batch)
 		errs := s.write(ctx, all)
 		cancel()
 		for _, c := range batch {
+			if !s.cluster {
+				c.Err = wrap("enqueue", errs[0]) // one outcome for every shard
+				continue
+			}
 			var own []error
 			for _, sh := range s.shardsOf(c.Arg) {
 				own = append(own, errs[sh])
@@ -71,47 +76,25 @@ func newEnqueueCoalescer(s *Store) *coalesce.Coalescer[[]durable.Message] {
 	}}
 }
 
-// takeEnqueues picks the first calls waiting whose messages fit one
-// script call together and hold no ID twice (the script writes each ID
-// once a call, see enqueueScript); the first that does not fit waits for
-// the next round trip, and so do the calls after it, which keeps the
-// order of the calls.
-func takeEnqueues(waiting []*coalesce.Call[[]durable.Message]) (batch, rest []*coalesce.Call[[]durable.Message]) {
-	var n, size int
-	ids := make(map[string]bool)
-	for i, c := range waiting {
-		msgs := c.Arg
-		bytes := totalPayload(msgs)
-		if len(batch) > 0 && (n+len(msgs) > maxEnqueueScript || size+bytes > maxEnqueueBytes || holdsAny(msgs, ids)) {
-			return batch, waiting[i:]
+// takeEnqueues picks the calls of a script: their messages fit one
+// script call and hold no ID twice (the script writes each ID once a
+// call, see enqueueScript).
+var takeEnqueues = coalesce.Fitting(maxEnqueueScript, maxEnqueueBytes,
+	func(msgs []durable.Message) (rows, bytes int) {
+		for i := range msgs {
+			bytes += len(msgs[i].Payload)
 		}
-		batch = append(batch, c)
-		n, size = n+len(msgs), size+bytes
-		for j := range msgs {
-			ids[msgs[j].ID] = true
+		return len(msgs), bytes
+	},
+	func(msgs []durable.Message) iter.Seq[string] {
+		return func(yield func(string) bool) {
+			for i := range msgs {
+				if !yield(msgs[i].ID) {
+					return
+				}
+			}
 		}
-	}
-	return batch, nil
-}
-
-// totalPayload returns the payload bytes of msgs.
-func totalPayload(msgs []durable.Message) int {
-	n := 0
-	for i := range msgs {
-		n += len(msgs[i].Payload)
-	}
-	return n
-}
-
-// holdsAny reports whether msgs has a message whose ID is in ids.
-func holdsAny(msgs []durable.Message, ids map[string]bool) bool {
-	for i := range msgs {
-		if ids[msgs[i].ID] {
-			return true
-		}
-	}
-	return false
-}
+	})
 
 // shardsOf returns the shards of the messages of msgs, each once.
 func (s *Store) shardsOf(msgs []durable.Message) []int {

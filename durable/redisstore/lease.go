@@ -35,9 +35,6 @@ func (s *Store) leaseCall(ctx context.Context, cs []*coalesce.Coalescer[leaseArg
 	if s.closed.Load() {
 		return durable.ErrClosed
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	return cs[shardOf(id, len(s.shards))].Do(ctx, leaseArg{id, tokenString(token)})
 }
 

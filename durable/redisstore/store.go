@@ -167,9 +167,6 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) run(ctx context.Context, sc *redis.Script, sh int, args ...any) (any, error) {
-	if s.closed.Load() {
-		return nil, durable.ErrClosed
-	}
 	return s.runKeys(ctx, sc, sh, s.shards[sh].keys, args...)
 }
 

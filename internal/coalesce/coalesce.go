@@ -13,6 +13,7 @@ package coalesce
 
 import (
 	"context"
+	"iter"
 	"runtime"
 	"slices"
 	"sync"
@@ -54,11 +55,15 @@ type Call[T any] struct {
 }
 
 // Do sends arg in a batch of c, with other calls, and returns its
-// outcome. If ctx ends while the call waits for a batch, Do returns
+// outcome. If ctx has ended, Do returns its error at once. If ctx ends
+// while the call waits for a batch, Do returns
 // ctx.Err() and the call is not sent, unless it is being taken in a batch
 // or given the lead at that moment: then, as once it is sent, Do returns
 // its outcome, as a round trip under way would.
 func (c *Coalescer[T]) Do(ctx context.Context, arg T) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	me := &Call[T]{Ctx: ctx, Arg: arg, done: make(chan struct{}), lead: make(chan struct{})}
 	c.mu.Lock()
 	leading := !c.leading
@@ -151,11 +156,15 @@ func (c *Coalescer[T]) Waiting() int {
 	return len(c.waiting)
 }
 
-// Context returns the context of a round trip of batch: it keeps the
-// values of the first call's context and ends at the latest of the calls'
-// deadlines (never, if one of them has none), so that no caller's
-// cancellation fails the others' calls.
+// Context returns the context of a round trip of batch: the call's own
+// for a batch of one; otherwise one that keeps the values of the first
+// call's context and ends at the latest of the calls' deadlines (never, if
+// one of them has none), so that no caller's cancellation fails the
+// others' calls.
 func Context[T any](batch []*Call[T]) (context.Context, context.CancelFunc) {
+	if len(batch) == 1 {
+		return batch[0].Ctx, func() {} // a lone call keeps its own context
+	}
 	var latest time.Time
 	for _, c := range batch {
 		d, ok := c.Ctx.Deadline()
@@ -187,4 +196,42 @@ func Distinct[T any, K comparable](limit int, key func(T) K) func(waiting []*Cal
 		}
 		return batch, rest
 	}
+}
+
+// Fitting returns a Take for calls that write rows with keys: it picks
+// the first calls waiting whose rows fit one batch together (at most
+// maxRows rows and maxBytes bytes, which size reports of a call; the
+// first call whatever its size) and have no key in common; the first that
+// does not fit waits for a later batch, and so do the calls after it, so
+// that calls keep their order.
+func Fitting[T any](maxRows, maxBytes int, size func(T) (rows, bytes int), keys func(T) iter.Seq[string]) func(waiting []*Call[T]) (batch, rest []*Call[T]) {
+	return func(waiting []*Call[T]) (batch, rest []*Call[T]) {
+		if len(waiting) == 1 {
+			return waiting, nil
+		}
+		var rows, bytes int
+		seen := make(map[string]bool)
+		for i, c := range waiting {
+			r, b := size(c.Arg)
+			if len(batch) > 0 && (rows+r > maxRows || bytes+b > maxBytes || holdsAny(keys(c.Arg), seen)) {
+				return batch, waiting[i:]
+			}
+			batch = append(batch, c)
+			rows, bytes = rows+r, bytes+b
+			for k := range keys(c.Arg) {
+				seen[k] = true
+			}
+		}
+		return batch, nil
+	}
+}
+
+// holdsAny reports whether keys has one in seen.
+func holdsAny(keys iter.Seq[string], seen map[string]bool) bool {
+	for k := range keys {
+		if seen[k] {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,8 @@ package coalesce
 import (
 	"context"
 	"errors"
+	"iter"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -193,6 +195,10 @@ func TestContextEndsAtTheLatestDeadline(t *testing.T) {
 	cancelSoon()
 	assert.NoError(t, ctx.Err(), "a caller's cancellation does not end the batch")
 
+	alone, cancelAlone := Context([]*Call[int]{{Ctx: soon}})
+	defer cancelAlone()
+	assert.Equal(t, soon, alone, "a lone call keeps its own context")
+
 	ctx2, cancel2 := Context([]*Call[int]{{Ctx: later}, {Ctx: context.Background()}})
 	defer cancel2()
 	_, ok = ctx2.Deadline()
@@ -235,4 +241,40 @@ func TestDistinctPicksOneAtLeast(t *testing.T) {
 	batch, rest := Distinct(0, func(i int) int { return i })([]*Call[int]{{Arg: 1}, {Arg: 2}})
 	assert.Len(t, batch, 1)
 	assert.Len(t, rest, 1)
+}
+
+// Fitting picks calls in order while their rows, bytes and keys fit; the
+// first that does not fit, and every call after it, waits.
+func TestFitting(t *testing.T) {
+	type arg struct {
+		keys        []string
+		rows, bytes int
+	}
+	take := Fitting(5, 100,
+		func(a arg) (int, int) { return a.rows, a.bytes },
+		func(a arg) iter.Seq[string] { return slices.Values(a.keys) })
+	calls := func(args ...arg) (out []*Call[arg]) {
+		for _, a := range args {
+			out = append(out, &Call[arg]{Arg: a})
+		}
+		return out
+	}
+	for name, c := range map[string]struct {
+		waiting []*Call[arg]
+		taken   int
+	}{
+		"all fit":        {calls(arg{[]string{"a"}, 2, 10}, arg{[]string{"b"}, 3, 10}), 2},
+		"rows over":      {calls(arg{[]string{"a"}, 2, 10}, arg{[]string{"b"}, 4, 10}, arg{[]string{"c"}, 1, 1}), 1},
+		"bytes over":     {calls(arg{[]string{"a"}, 1, 60}, arg{[]string{"b"}, 1, 60}), 1},
+		"a key again":    {calls(arg{[]string{"a", "b"}, 2, 1}, arg{[]string{"b"}, 1, 1}, arg{[]string{"c"}, 1, 1}), 1},
+		"first too big":  {calls(arg{[]string{"a"}, 9, 999}, arg{[]string{"b"}, 1, 1}), 1},
+		"one call alone": {calls(arg{[]string{"a"}, 9, 999}), 1},
+	} {
+		batch, rest := take(c.waiting)
+		assert.Equal(t, c.waiting[:c.taken], batch, name)
+		assert.Equal(t, len(c.waiting)-c.taken, len(rest), name)
+		if len(rest) > 0 {
+			assert.Same(t, c.waiting[c.taken], rest[0], "%s: the rest in order", name)
+		}
+	}
 }

@@ -80,6 +80,13 @@ type Observer interface {
 	Observe(Event)
 }
 
+// ObserverFunc is a function that is an Observer: ObserverFunc(f).Observe(e)
+// calls f(e).
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
 // WithObserver makes the queue report what it does to o. By default
 // nothing is reported.
 func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }

@@ -97,3 +97,18 @@ func TestEventKindNames(t *testing.T) {
 		assert.Equal(t, name, k.String())
 	}
 }
+
+// An ObserverFunc is called with every event the queue reports.
+func TestObserverFunc(t *testing.T) {
+	var mu sync.Mutex
+	var kinds []EventKind
+	q, mock, _ := testQueue(t, WithObserver(ObserverFunc(func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		kinds = append(kinds, e.Kind)
+	})))
+	require.NoError(t, q.Enqueue(context.Background(), Message{ID: "a", Due: mock.Now()}))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []EventKind{EventEnqueued}, kinds)
+}

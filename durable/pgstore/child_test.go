@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/deliverylog"
 )
 
 // The multi-process tests (issue #23) re-execute the test binary as their
@@ -248,7 +249,7 @@ func runConsumer(run bool) error {
 		return err
 	}
 	defer f.Close()
-	lw := &lineWriter{f: f}
+	lw := deliverylog.New(f)
 	c, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	pool, s, err := childStore(context.Background(), 2*childReceivers)
@@ -263,14 +264,7 @@ func runConsumer(run bool) error {
 		durable.WithBackoff(func(int) time.Duration { return childBackoff }),
 	}
 	if run {
-		opts = append(opts, durable.WithObserver(observerFunc(func(e durable.Event) {
-			switch e.Kind {
-			case durable.EventAcked:
-				lw.write("A %s\n", e.ID)
-			case durable.EventLeaseLost:
-				lw.write("L %s\n", e.ID)
-			}
-		})))
+		opts = append(opts, durable.WithObserver(lw.Observer()))
 	}
 	q, err := durable.New(s, opts...)
 	if err != nil {
@@ -280,63 +274,13 @@ func runConsumer(run bool) error {
 	if run {
 		delay, _ := envInt(childDelayEnv) // none if unset
 		err := q.Run(c, childReceivers, func(_ context.Context, d *durable.Delivery) error {
-			lw.write("D %s %d %d %d %d %s\n", d.ID, d.Attempt, d.Due.UnixNano(), time.Now().UnixNano(), d.Deadline.UnixNano(), d.Payload)
+			lw.Delivered(d)
 			time.Sleep(time.Duration(delay))
 			return nil
 		})
-		return errors.Join(err, lw.err())
+		return errors.Join(err, lw.Err())
 	}
-	var wg sync.WaitGroup
-	for range childReceivers {
-		wg.Go(func() {
-			for {
-				d, err := q.Receive(c)
-				if err != nil {
-					if c.Err() != nil || errors.Is(err, durable.ErrClosed) {
-						return
-					}
-					lw.write("E - %v\n", err)
-					continue
-				}
-				lw.write("D %s %d %d %d %d %s\n", d.ID, d.Attempt, d.Due.UnixNano(), time.Now().UnixNano(), d.Deadline.UnixNano(), d.Payload)
-				switch err := d.Ack(context.Background()); {
-				case err == nil:
-					lw.write("A %s\n", d.ID)
-				case errors.Is(err, durable.ErrLeaseLost):
-					lw.write("L %s\n", d.ID)
-				default:
-					lw.write("E %s %v\n", d.ID, err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return lw.err()
-}
-
-// observerFunc is a durable.Observer.
-type observerFunc func(durable.Event)
-
-func (f observerFunc) Observe(e durable.Event) { f(e) }
-
-// lineWriter writes each line with one write, so that a SIGKILL loses
-// nothing written, and keeps the first error.
-type lineWriter struct {
-	f    *os.File
-	werr atomic.Pointer[error]
-}
-
-func (w *lineWriter) write(format string, args ...any) {
-	if _, err := fmt.Fprintf(w.f, format, args...); err != nil {
-		w.werr.CompareAndSwap(nil, &err)
-	}
-}
-
-func (w *lineWriter) err() error {
-	if p := w.werr.Load(); p != nil {
-		return *p
-	}
-	return nil
+	return lw.ReceiveAndAck(c, q, childReceivers)
 }
 
 // The parent's side.

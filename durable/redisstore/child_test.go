@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/deliverylog"
 )
 
 // The multi-process test re-executes the test binary as its producer and
@@ -159,7 +160,9 @@ func runConsumer() error {
 	defer f.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	return withChildQueue(nil, func(q *durable.Queue) error { return receiveAndLog(ctx, q, f, childReceivers) })
+	return withChildQueue(nil, func(q *durable.Queue) error {
+		return deliverylog.New(f).ReceiveAndAck(ctx, q, childReceivers)
+	})
 }
 
 // runRunner consumes with Queue.Run and childReceivers workers until
@@ -172,90 +175,14 @@ func runRunner() error {
 		return err
 	}
 	defer f.Close()
-	lw := &lineWriter{f: f}
+	lw := deliverylog.New(f)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	return withChildQueue(nil, func(q *durable.Queue) error {
 		err := q.Run(ctx, childReceivers, func(_ context.Context, d *durable.Delivery) error {
-			lw.write("D %s %d %d %d %d %s\n", d.ID, d.Attempt, d.Due.UnixNano(), time.Now().UnixNano(), d.Deadline.UnixNano(), d.Payload)
+			lw.Delivered(d)
 			return nil
 		})
-		return errors.Join(err, lw.err())
-	}, durable.WithObserver(observerFunc(func(e durable.Event) {
-		switch e.Kind {
-		case durable.EventAcked:
-			lw.write("A %s\n", e.ID)
-		case durable.EventLeaseLost:
-			lw.write("L %s\n", e.ID)
-		}
-	})))
-}
-
-// observerFunc is a durable.Observer.
-type observerFunc func(durable.Event)
-
-func (f observerFunc) Observe(e durable.Event) { f(e) }
-
-// lineWriter writes each line with one write, so that a SIGKILL loses
-// nothing written, and keeps the first error.
-type lineWriter struct {
-	f    *os.File
-	werr atomic.Pointer[error]
-}
-
-func (w *lineWriter) write(format string, args ...any) {
-	if _, err := fmt.Fprintf(w.f, format, args...); err != nil {
-		w.werr.CompareAndSwap(nil, &err)
-	}
-}
-
-func (w *lineWriter) err() error {
-	if p := w.werr.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// receiveAndLog receives and acks from n goroutines until ctx ends,
-// writing D, A, L and E lines (see runConsumer) to f, each with one
-// write, so that a SIGKILL loses nothing written.
-func receiveAndLog(ctx context.Context, q *durable.Queue, f *os.File, n int) error {
-	var wg sync.WaitGroup
-	var werr atomic.Pointer[error]
-	write := func(format string, args ...any) {
-		if _, err := fmt.Fprintf(f, format, args...); err != nil {
-			werr.CompareAndSwap(nil, &err)
-		}
-	}
-	for range n {
-		wg.Go(func() {
-			for {
-				d, err := q.Receive(ctx)
-				if err != nil {
-					if ctx.Err() != nil || errors.Is(err, durable.ErrClosed) {
-						return
-					}
-					write("E - %v\n", err)
-					continue
-				}
-				recv := time.Now()
-				write("D %s %d %d %d %d %s\n", d.ID, d.Attempt, d.Due.UnixNano(), recv.UnixNano(), d.Deadline.UnixNano(), d.Payload)
-				switch err := d.Ack(ctx); {
-				case err == nil:
-					write("A %s\n", d.ID)
-				case errors.Is(err, durable.ErrLeaseLost):
-					write("L %s\n", d.ID)
-				case ctx.Err() != nil:
-					return
-				default:
-					write("E %s %v\n", d.ID, err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if p := werr.Load(); p != nil {
-		return *p
-	}
-	return nil
+		return errors.Join(err, lw.Err())
+	}, durable.WithObserver(lw.Observer()))
 }

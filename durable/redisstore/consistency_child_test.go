@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/deliverylog"
 )
 
 // The upsert-and-cancel test (TestUpsertAndCancelAcrossProcesses): a
@@ -66,7 +67,7 @@ func childParams() (n int, start time.Time, f *os.File, err error) {
 }
 
 // runMutator is the mutator of the upsert-and-cancel test. Besides the
-// lines of receiveAndLog, it writes C id found|none|inflight returned-ns
+// lines of deliverylog, it writes C id found|none|inflight returned-ns
 // for each Cancel, U lines (pausingStore), and X once all are done.
 func runMutator() error {
 	n, start, f, err := childParams()
@@ -91,7 +92,7 @@ func runMutator() error {
 // time; it returns once ctx ends.
 func mutateAll(ctx context.Context, q *durable.Queue, f *os.File, n int, start time.Time, write func(string, ...any)) error {
 	recvErr := make(chan error, 1)
-	go func() { recvErr <- receiveAndLog(ctx, q, f, mutatorReceivers) }()
+	go func() { recvErr <- deliverylog.New(f).ReceiveAndAck(ctx, q, mutatorReceivers) }()
 
 	errs := make([]error, n)
 	var wg sync.WaitGroup

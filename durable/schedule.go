@@ -232,8 +232,7 @@ func (q *Queue) Schedule(ctx context.Context, name string, s Schedule, payload [
 		return ErrClosed
 	}
 	if old := q.series[name]; old != nil {
-		old.stopped = true
-		old.timer.Stop()
+		old.stopLocked()
 	}
 	q.series[name] = r
 	r.timer = q.wheel.AfterFunc(math.MaxInt64, func() { q.fireSeries(r) })
@@ -390,8 +389,7 @@ func (q *Queue) armSeries(r *seriesRun, at time.Time) {
 // (err nil) or rewritten with another Schedule (err says so).
 func (q *Queue) dropSeries(r *seriesRun, err error) {
 	q.mu.Lock()
-	r.stopped = true
-	r.timer.Stop()
+	r.stopLocked()
 	if q.series[r.name] == r {
 		delete(q.series, r.name)
 	}
@@ -409,8 +407,7 @@ func (q *Queue) dropSeries(r *seriesRun, err error) {
 func (q *Queue) Unschedule(ctx context.Context, name string) (bool, error) {
 	q.mu.Lock()
 	if r := q.series[name]; r != nil {
-		r.stopped = true
-		r.timer.Stop()
+		r.stopLocked()
 		delete(q.series, name)
 	}
 	q.mu.Unlock()
@@ -442,8 +439,13 @@ func (q *Queue) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 // stopSeriesLocked stops every series timer of the queue, on Close.
 func (q *Queue) stopSeriesLocked() {
 	for name, r := range q.series {
-		r.stopped = true
-		r.timer.Stop()
+		r.stopLocked()
 		delete(q.series, name)
 	}
+}
+
+// stopLocked stops r's timer for good; q.mu is held.
+func (r *seriesRun) stopLocked() {
+	r.stopped = true
+	r.timer.Stop()
 }

@@ -41,21 +41,9 @@ func (e *env) pauseUnsupported() bool {
 	return true
 }
 
-// ifPausable makes each rule check, for a store that cannot pause, that
-// it says so (see pauseUnsupported) instead.
-func ifPausable(rules []rule) []rule {
-	out := make([]rule, len(rules))
-	for i, r := range rules {
-		out[i] = rule{r.name, func(e *env) {
-			if !e.pauseUnsupported() {
-				r.check(e)
-			}
-		}}
-	}
-	return out
-}
-
-var pauseRules = ifPausable([]rule{
+// For a store that cannot pause, each rule checks that it says so (see
+// pauseUnsupported) instead.
+var pauseRules = unless((*env).pauseUnsupported, []rule{
 	{"StartsUnpaused", func(e *env) {
 		require.False(e.t, e.stats().Paused)
 		e.enqueue(msg("a", e.past()))

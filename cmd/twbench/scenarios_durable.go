@@ -387,11 +387,7 @@ func durableEnqueue(o *options, dir string, producers, k, batch int, m meter) (r
 	defer func() { err = errors.Join(err, closeAll()) }()
 	ctx := context.Background()
 	err = metered(ctx, m, &commands, func() (err error) {
-		if batch == 1 {
-			rate, err = durablebench.EnqueueRate(ctx, q, "m", producers, k, durablePayload)
-		} else {
-			rate, err = durablebench.EnqueueBatchRate(ctx, q, "m", producers, k, batch, durablePayload)
-		}
+		rate, err = durablebench.EnqueueBatchRate(ctx, q, "m", producers, k, batch, durablePayload)
 		return err
 	})
 	if err != nil {

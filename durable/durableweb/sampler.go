@@ -19,13 +19,11 @@ type sample struct {
 
 // ring keeps the latest samples, oldest first.
 type ring struct {
-	mu     sync.Mutex
-	buf    []sample
-	next   int // where the next sample goes
-	full   bool
-	last   sample
-	err    error // the last sampling error, nil after a success
-	closed bool  // the queue is closed: the sampler ended
+	mu   sync.Mutex
+	buf  []sample
+	next int // where the next sample goes
+	full bool
+	err  error // the last sampling error, nil after a success
 }
 
 func newRing(n int) *ring { return &ring{buf: make([]sample, max(n, 2))} }
@@ -36,14 +34,13 @@ func (r *ring) add(s sample) {
 	r.buf[r.next] = s
 	r.next = (r.next + 1) % len(r.buf)
 	r.full = r.full || r.next == 0
-	r.last, r.err = s, nil
+	r.err = nil
 }
 
 func (r *ring) fail(err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.err = err
-	r.closed = r.closed || errors.Is(err, durable.ErrClosed)
 }
 
 // samples returns the samples, oldest first.

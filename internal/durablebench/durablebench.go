@@ -27,22 +27,7 @@ func ID(prefix string, i int) string { return prefix + strconv.Itoa(i) }
 // EnqueueRate enqueues n messages of payload bytes due in an hour, from
 // producers goroutines at once, and returns the enqueues per second.
 func EnqueueRate(ctx context.Context, q *durable.Queue, prefix string, producers, n, payload int) (float64, error) {
-	body := make([]byte, payload)
-	due := time.Now().Add(time.Hour)
-	var next atomic.Int64
-	start := time.Now()
-	err := parallel(producers, func() error {
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= n {
-				return nil
-			}
-			if err := q.Enqueue(ctx, durable.Message{ID: ID(prefix, i), Payload: body, Due: due}); err != nil {
-				return err
-			}
-		}
-	})
-	return float64(n) / time.Since(start).Seconds(), err
+	return EnqueueBatchRate(ctx, q, prefix, producers, n, 1, payload)
 }
 
 // EnqueueBatchRate enqueues n messages of payload bytes due in an hour,

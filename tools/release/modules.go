@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"golang.org/x/mod/modfile"
 )
@@ -46,19 +47,8 @@ func readModules(repo string) ([]repoModule, error) {
 		}
 		mods = append(mods, repoModule{Path: f.Module.Mod.Path, Dir: dir})
 	}
-	slices.SortFunc(mods, func(a, b repoModule) int {
-		switch {
-		case a.Dir == ".":
-			return -1
-		case b.Dir == ".":
-			return 1
-		case a.Dir < b.Dir:
-			return -1
-		case a.Dir > b.Dir:
-			return 1
-		}
-		return 0
-	})
+	// "." sorts before every directory name of the repository's.
+	slices.SortFunc(mods, func(a, b repoModule) int { return strings.Compare(a.Dir, b.Dir) })
 	if len(mods) == 0 || mods[0].Dir != "." {
 		return nil, fmt.Errorf("%s/go.work does not use the root module (.)", repo)
 	}

@@ -150,8 +150,22 @@ func TestParseArgsStore(t *testing.T) {
 // redis-server of its own, and checks that it leaves no key behind.
 func TestDurableOnRedis(t *testing.T) {
 	addr := startRedis(t)
+	figures := durableOnStore(t, "redis://"+addr)
+	assert.Positive(t, figures["Redis used_memory, N=2k pending"])
+
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	defer client.Close()
+	keys, err := client.Keys(context.Background(), "tw:*").Result()
+	require.NoError(t, err)
+	assert.Empty(t, keys, "the run left its queues in Redis")
+}
+
+// durableOnStore runs the durable scenario, tiny, on store (-store), and
+// returns its figures, checking those that every store has.
+func durableOnStore(t *testing.T, store string) map[string]float64 {
+	t.Helper()
 	jsonPath := filepath.Join(t.TempDir(), "out.json")
-	tinyRun(t, "-json", jsonPath, "-store", "redis://"+addr, "durable")
+	tinyRun(t, "-json", jsonPath, "-store", store, "durable")
 	data, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)
 	var rep report
@@ -162,17 +176,11 @@ func TestDurableOnRedis(t *testing.T) {
 		figures[r.Figure] = *r.Ours
 	}
 	assert.Len(t, figures, 15)
-	assert.Positive(t, figures["Redis used_memory, N=2k pending"])
 	assert.Positive(t, figures["enqueue in batches of 100, 8 producers, K=100"])
 	assert.Positive(t, figures["enqueue, 64 producers, K=100"])
 	assert.Positive(t, figures["receive+ack, 8 consumers, K=100"])
 	assert.Zero(t, figures["received before due, 8 consumers, K=100 over 100ms"])
-
-	client := redis.NewClient(&redis.Options{Addr: addr})
-	defer client.Close()
-	keys, err := client.Keys(context.Background(), "tw:*").Result()
-	require.NoError(t, err)
-	assert.Empty(t, keys, "the run left its queues in Redis")
+	return figures
 }
 
 // startRedis starts a redis-server on a free loopback port for the test,

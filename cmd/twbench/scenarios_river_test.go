@@ -254,23 +254,8 @@ func TestRiverScenarioOnPostgres(t *testing.T) {
 // database is gone afterwards.
 func TestDurableOnPostgres(t *testing.T) {
 	dsn := testPostgres(t)
-	jsonPath := filepath.Join(t.TempDir(), "out.json")
-	tinyRun(t, "-json", jsonPath, "-store", dsn, "durable")
-	data, err := os.ReadFile(jsonPath)
-	require.NoError(t, err)
-	var rep report
-	require.NoError(t, json.Unmarshal(data, &rep))
-	figures := map[string]float64{}
-	for _, r := range rep.Rows {
-		require.NotNil(t, r.Ours, r.Figure)
-		figures[r.Figure] = *r.Ours
-	}
-	assert.Len(t, figures, 15)
+	figures := durableOnStore(t, dsn)
 	assert.Positive(t, figures["database size (pg_database_size), N=2k pending"])
-	assert.Positive(t, figures["enqueue in batches of 100, 8 producers, K=100"])
-	assert.Positive(t, figures["enqueue, 64 producers, K=100"])
-	assert.Positive(t, figures["receive+ack, 8 consumers, K=100"])
-	assert.Zero(t, figures["received before due, 8 consumers, K=100 over 100ms"])
 	assertNoScratchLeft(t, dsn)
 }
 

@@ -44,13 +44,7 @@ func TestEnqueueTxCommitted(t *testing.T) {
 // TestEnqueueTxRolledBack has a rolled-back EnqueueTx leave nothing, and
 // wake no one.
 func TestEnqueueTxRolledBack(t *testing.T) {
-	pool := testPool(t)
-	queue := freshQueue()
-	s := openStore(t, pool, queue, WithSafetyPoll(0))
-	other := openStore(t, pool, queue, WithSafetyPoll(0))
-	w, stop := other.Wakeups()
-	defer stop()
-	waitListening(t, other, w)
+	pool, s, other, w := listeningPair(t)
 
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
@@ -72,13 +66,7 @@ func TestEnqueueTxRolledBack(t *testing.T) {
 // TestEnqueueTxWakesAtCommit has another store's Wakeups receive when the
 // transaction commits, and not before.
 func TestEnqueueTxWakesAtCommit(t *testing.T) {
-	pool := testPool(t)
-	queue := freshQueue()
-	s := openStore(t, pool, queue, WithSafetyPoll(0))
-	other := openStore(t, pool, queue, WithSafetyPoll(0))
-	w, stop := other.Wakeups()
-	defer stop()
-	waitListening(t, other, w)
+	pool, s, other, w := listeningPair(t)
 
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
@@ -147,13 +135,7 @@ func TestEnqueueTxInvalid(t *testing.T) {
 // than the EnqueueTx, EnqueueTx notifies even for a message after the
 // earliest pending one it sees, which may be long gone.
 func TestEnqueueTxRepeatableRead(t *testing.T) {
-	pool := testPool(t)
-	queue := freshQueue()
-	s := openStore(t, pool, queue, WithSafetyPoll(0))
-	other := openStore(t, pool, queue, WithSafetyPoll(0))
-	w, stop := other.Wakeups()
-	defer stop()
-	waitListening(t, other, w)
+	pool, s, _, w := listeningPair(t)
 	now := dbNow(t)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("first", now.Add(time.Minute))}))
 	requireWakeup(t, w, "the first message")

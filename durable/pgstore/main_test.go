@@ -141,6 +141,20 @@ func dbNow(t testing.TB) time.Time {
 	return now
 }
 
+// listeningPair returns two stores of a fresh queue without safety poll,
+// the second listening, with its Wakeups channel (stopped with the test).
+func listeningPair(t *testing.T) (*pgxpool.Pool, *Store, *Store, <-chan struct{}) {
+	t.Helper()
+	pool := testPool(t)
+	queue := freshQueue()
+	s := openStore(t, pool, queue, WithSafetyPoll(0))
+	other := openStore(t, pool, queue, WithSafetyPoll(0))
+	w, stop := other.Wakeups()
+	t.Cleanup(stop)
+	waitListening(t, other, w)
+	return pool, s, other, w
+}
+
 // waitListening waits until s listens, and then empties w of the wake-up
 // sent when it started.
 func waitListening(t testing.TB, s *Store, w <-chan struct{}) {

@@ -106,13 +106,7 @@ func TestNotifyStop(t *testing.T) {
 // TestNotifyReconnects ends the listening connection from the server: the
 // store listens again, and wakes.
 func TestNotifyReconnects(t *testing.T) {
-	pool := testPool(t)
-	queue := freshQueue()
-	producer := openStore(t, pool, queue, WithSafetyPoll(0))
-	consumer := openStore(t, pool, queue, WithSafetyPoll(0))
-	w, stop := consumer.Wakeups()
-	defer stop()
-	waitListening(t, consumer, w)
+	pool, producer, consumer, w := listeningPair(t)
 
 	var n int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity

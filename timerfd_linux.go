@@ -17,8 +17,8 @@ import (
 // netpoller watches wakes a goroutine at the instant the kernel's timer
 // expires, and no thread or P is held while it waits.
 //
-// A wakeup is one such timerfd, which the driver reads itself: it arms the
-// fd for the instant its next bucket is due and waits on it. Whatever else
+// A wakeup is one such timerfd, on which the driver waits itself: it arms
+// the fd for the instant its next bucket is due and waits on it. Whatever else
 // must wake the driver (a new earliest bucket, Sync, Stop) pokes it, by
 // moving the fd's read deadline into the past. A read deadline a little
 // after the instant is also the backstop for a busy program, set while
@@ -26,16 +26,19 @@ import (
 // when a P has nothing else to run (or every 10ms), but checks the
 // deadline's timer each time it schedules. Each wheel on the real clock
 // owns one from Start to Stop: one file descriptor.
+//
+// The fd is never read, which saves two system calls per wake-up: arming
+// it again resets its count of expirations, and the poller watches it
+// edge-triggered, so each expiry is an event of its own. An event of an
+// earlier arming that ends a wait makes a spurious wake-up, which costs
+// the driver a pass and fires nothing early.
 type wakeup struct {
 	f  *os.File
 	rc syscall.RawConn
-	// buf receives the count of expirations; only the driver reads.
-	buf [8]byte
-	// readOnce reads the fd once, with a raw system call: a read of a
-	// nonblocking fd never blocks, and a plain one would tell the runtime
-	// it entered a system call, which wakes the runtime's monitor thread
-	// from its sleep on an idle program at every wake-up.
-	readOnce func(fd uintptr) bool
+	// waitOnce makes rc.Read wait for the fd once (see wait); asked is
+	// whether it has, in this wait. Only the driver waits.
+	waitOnce func(fd uintptr) bool
+	asked    bool
 }
 
 // newWakeup returns a wakeup, or nil if the system refuses one (no
@@ -61,9 +64,10 @@ func newWakeup() *wakeup {
 		return nil
 	}
 	wk := &wakeup{f: f, rc: rc}
-	wk.readOnce = func(fd uintptr) bool {
-		_, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&wk.buf[0])), uintptr(len(wk.buf)))
-		return errno != syscall.EAGAIN // false: wait until the fd is ready
+	wk.waitOnce = func(uintptr) bool {
+		done := wk.asked
+		wk.asked = true
+		return done
 	}
 	return wk
 }
@@ -98,9 +102,11 @@ func (wk *wakeup) setDeadline(d time.Duration) {
 
 // wait blocks until the fd expires (it reports true), or the deadline
 // passes or a poke comes (false); an expiry or a poke already pending
-// returns at once.
+// returns at once. It asks the poller once, reading nothing: an event
+// left from an earlier arming also reports true.
 func (wk *wakeup) wait() (expired bool) {
-	err := wk.rc.Read(wk.readOnce)
+	wk.asked = false
+	err := wk.rc.Read(wk.waitOnce)
 	return !errors.Is(err, os.ErrDeadlineExceeded)
 }
 

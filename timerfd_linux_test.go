@@ -48,6 +48,26 @@ func TestWakeupSignalsNoSoonerThanArmed(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(t0), time.Millisecond)
 }
 
+// The fd is never read: an expiry that no wait took may end the next
+// wait early, a spurious wake-up, but it never hides a later expiry.
+func TestWakeupExpiryNobodyWaitedForHidesNoLaterOne(t *testing.T) {
+	wk := newWakeup()
+	require.NotNil(t, wk)
+	defer wk.close()
+	wk.setDeadline(10 * time.Second) // so that a hidden expiry fails the test
+	wk.arm(100 * time.Microsecond)
+	time.Sleep(2 * time.Millisecond) // it expires, and nothing waits
+	t0 := time.Now()
+	wk.arm(2 * time.Millisecond)
+	for spurious := 0; ; spurious++ {
+		require.True(t, wk.wait(), "the expiry 2ms after the second arming did not end a wait")
+		if time.Since(t0) >= 2*time.Millisecond {
+			break
+		}
+		require.Zero(t, spurious, "more than one wait ended early: only the first expiry could")
+	}
+}
+
 // A poke, from any goroutine, ends a wait at once, whatever the fd was
 // armed for; the read deadline is the backstop when nothing expires.
 func TestWakeupPokeAndDeadline(t *testing.T) {

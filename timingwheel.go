@@ -108,6 +108,7 @@ type TimingWheel struct {
 	// Owned by the driver goroutine.
 	firedAt time.Time // what channel timers send
 	tasks   []*Timer  // fired, their tasks not handed over yet
+	warmed  uintptr   // see warm
 	spares  spares
 	waiters []syncRequest
 }

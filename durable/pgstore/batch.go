@@ -10,10 +10,11 @@ import (
 
 // Acks and confirmations of leases are many, small and concurrent (each
 // worker of a Queue's Run acks its message, and confirms the next), and
-// so are the enqueues of many producers: each kind goes through a
-// coalesce.Coalescer, which sends the calls that arrive while one of its
-// statements is under way together, in one statement. A lone call waits
-// for nothing but its own statement.
+// so are the enqueues of many producers: the acks and confirmations go
+// through one coalesce.Coalescer, the enqueues through another, which
+// sends the calls that arrive while one of its statements is under way
+// together, in one statement, so one commit. A lone call waits for
+// nothing but its own statement.
 
 // Both statements of many leases name the IDs twice: in the join with the
 // list of leases, and as "t.id = ANY ($2)", which makes the planner read
@@ -22,30 +23,42 @@ import (
 // row), the join was planned as a scan of every message in flight in the
 // queue for each statement.
 
-// ackManySQL deletes the messages of the leases ($2 ids, $3 tokens, in ID
-// order, so that two batches lock rows in one order) that are current,
-// and returns their tokens, each with true (done).
-const ackManySQL = `DELETE FROM {T} t USING unnest($2::bytea[], $3::bigint[]) AS a(id, token)
-WHERE t.queue = $1::text AND t.id = ANY ($2::bytea[]) AND t.id = a.id AND t.token = a.token AND t.state = 2
-RETURNING t.token, true`
-
-// confirmManySQL hands out the leases that are current, and returns their
-// tokens with true; while the queue is paused, it leaves those claimed
-// ahead and not confirmed yet as they are, and returns their tokens with
-// false (see durable.ErrPaused).
-const confirmManySQL = `WITH p AS MATERIALIZED (
+// leasesSQL acks the leases of $2 ids, $3 tokens and confirms those of $4
+// ids, $5 tokens, each list in ID order, and returns the token of each
+// lease it ended or handed out with true, and of each confirmation it
+// refused while the queue is paused with false (see durable.ErrPaused):
+// then it leaves those claimed ahead and not confirmed yet as they are.
+// A lease that is not current matches no row. Rows are locked in ID order
+// (the primary key's), so that two statements of many rows never wait
+// for each other in opposite orders: with both kinds, l locks them all
+// first, as a statement of one kind locks its own.
+const leasesSQL = `WITH p AS MATERIALIZED (
 	SELECT EXISTS (SELECT 1 FROM {QUEUES} q WHERE q.queue = $1::text AND q.paused) AS paused
 ),
+l AS MATERIALIZED (
+	SELECT t.id FROM {T} t
+	WHERE cardinality($2::bytea[]) > 0 AND cardinality($4::bytea[]) > 0
+		AND t.queue = $1::text AND t.id = ANY ($2::bytea[] || $4::bytea[])
+	ORDER BY t.id FOR UPDATE
+),
+d AS (
+	DELETE FROM {T} t USING unnest($2::bytea[], $3::bigint[]) AS a(id, token)
+	WHERE (SELECT count(*) FROM l) >= 0 AND t.queue = $1::text AND t.id = ANY ($2::bytea[]) AND t.id = a.id
+		AND t.token = a.token AND t.state = 2
+	RETURNING t.token
+),
 u AS (
-	UPDATE {T} t SET held = false FROM unnest($2::bytea[], $3::bigint[]) AS a(id, token)
-	WHERE t.queue = $1::text AND t.id = ANY ($2::bytea[]) AND t.id = a.id AND t.token = a.token AND t.state = 2
-		AND NOT (t.held AND (SELECT paused FROM p))
+	UPDATE {T} t SET held = false FROM unnest($4::bytea[], $5::bigint[]) AS a(id, token)
+	WHERE (SELECT count(*) FROM l) >= 0 AND t.queue = $1::text AND t.id = ANY ($4::bytea[]) AND t.id = a.id
+		AND t.token = a.token AND t.state = 2 AND NOT (t.held AND (SELECT paused FROM p))
 	RETURNING t.token
 )
+SELECT d.token, true FROM d
+UNION ALL
 SELECT u.token, true FROM u
 UNION ALL
-SELECT t.token, false FROM {T} t, unnest($2::bytea[], $3::bigint[]) AS a(id, token)
-WHERE (SELECT paused FROM p) AND t.queue = $1::text AND t.id = ANY ($2::bytea[]) AND t.id = a.id
+SELECT t.token, false FROM {T} t, unnest($4::bytea[], $5::bigint[]) AS a(id, token)
+WHERE (SELECT paused FROM p) AND t.queue = $1::text AND t.id = ANY ($4::bytea[]) AND t.id = a.id
 	AND t.token = a.token AND t.state = 2 AND t.held`
 
 // maxBatch bounds the calls of one statement of many leases.
@@ -53,40 +66,50 @@ const maxBatch = 500
 
 // A lease is the argument of an ack or a confirmation.
 type lease struct {
-	id    []byte
-	token int64
+	id      []byte
+	token   int64
+	confirm bool // a confirmation, not an ack
 }
 
-// newLeaseCoalescer returns the coalescer of the statement sql of many
-// leases ($1 queue, $2 ids, $3 tokens, returning the token of each lease
-// it changed with true, and of each it refused for a pause with false),
-// for the operation op.
-func newLeaseCoalescer(s *Store, op, sql string, yield bool) *coalesce.Coalescer[lease] {
+func (l lease) op() string {
+	if l.confirm {
+		return "confirm"
+	}
+	return "ack"
+}
+
+// newLeaseCoalescer returns the coalescer of the acks and confirmations
+// of s: those under way at once share a statement, one call per ID.
+func newLeaseCoalescer(s *Store) *coalesce.Coalescer[lease] {
 	return &coalesce.Coalescer[lease]{
-		Yield: yield,
-		Take:  coalesce.Distinct(maxBatch, func(l lease) int64 { return l.token }),
-		Send:  func(batch []*coalesce.Call[lease]) { sendLeases(s, op, sql, batch) },
+		Take: coalesce.Distinct(maxBatch, func(l lease) string { return string(l.id) }),
+		Send: func(batch []*coalesce.Call[lease]) { sendLeases(s, batch) },
 	}
 }
 
-// sendLeases runs sql for the leases of batch: a call's outcome is nil if
-// its lease was current, ErrLeaseLost if not, ErrPaused if the statement
-// says so (a Confirm while paused), or the statement's error.
-func sendLeases(s *Store, op, sql string, batch []*coalesce.Call[lease]) {
+// sendLeases runs the statement of the acks and confirmations of batch: a
+// call's outcome is nil if its lease was current, ErrLeaseLost if not,
+// ErrPaused for a confirmation that a pause refused, or the statement's
+// error.
+func sendLeases(s *Store, batch []*coalesce.Call[lease]) {
 	slices.SortFunc(batch, func(x, y *coalesce.Call[lease]) int { return bytes.Compare(x.Arg.id, y.Arg.id) })
-	ids := make([][]byte, len(batch))
-	tokens := make([]int64, len(batch))
-	for i, c := range batch {
-		ids[i], tokens[i] = c.Arg.id, c.Arg.token
+	var ackIDs, confirmIDs [][]byte
+	var ackTokens, confirmTokens []int64
+	for _, c := range batch {
+		if c.Arg.confirm {
+			confirmIDs, confirmTokens = append(confirmIDs, c.Arg.id), append(confirmTokens, c.Arg.token)
+		} else {
+			ackIDs, ackTokens = append(ackIDs, c.Arg.id), append(ackTokens, c.Arg.token)
+		}
 	}
 	ctx, cancel := coalesce.Context(batch)
 	defer cancel()
 	fail := func(err error) {
 		for _, c := range batch {
-			c.Err = wrap(op, err)
+			c.Err = wrap(c.Arg.op(), err)
 		}
 	}
-	rows, err := s.pool.Query(ctx, sql, s.queue, ids, tokens)
+	rows, err := s.pool.Query(ctx, s.sql.leases, s.queue, ackIDs, ackTokens, confirmIDs, confirmTokens)
 	if err != nil {
 		fail(err)
 		return

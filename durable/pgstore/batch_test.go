@@ -122,9 +122,93 @@ func TestConcurrentAcksShareStatements(t *testing.T) {
 	t.Logf("%d ack calls in %d statements", calls, counter.n.Load())
 }
 
-// A confirmation goes through its own coalescer: a held lease confirmed by
-// many goroutines at once is handed out once each, and an Enqueue that
-// replaced a message before its Confirm makes that Confirm fail.
+// leaseKinds records what each statement of leases carried.
+type leaseKinds struct {
+	mu               sync.Mutex
+	statements, both int // both: with acks and confirmations
+}
+
+func (k *leaseKinds) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if !strings.Contains(d.SQL, "unnest($4::bytea[], $5::bigint[])") || len(d.Args) != 5 {
+		return ctx
+	}
+	acks, _ := d.Args[1].([][]byte)
+	confirms, _ := d.Args[3].([][]byte)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.statements++
+	if len(acks) > 0 && len(confirms) > 0 {
+		k.both++
+	}
+	return ctx
+}
+
+func (k *leaseKinds) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// Acks and confirmations made at the same time go in the same statements
+// (one commit for both kinds), and each gets its own outcome: a current
+// lease is acked or handed out, a stale token is refused.
+func TestAcksAndConfirmationsShareStatements(t *testing.T) {
+	testPool(t) // skips without PostgreSQL
+	cfg, err := pgxpool.ParseConfig(server.ConnString() + " pool_max_conns=20")
+	require.NoError(t, err)
+	kinds := &leaseKinds{}
+	cfg.ConnConfig.Tracer = kinds
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	s := openStore(t, pool, freshQueue())
+
+	const n = 150
+	msgs := make([]durable.Message, 2*n)
+	for i := range msgs {
+		msgs[i] = durable.Message{ID: fmt.Sprintf("k%04d", i), Payload: []byte("p")}
+	}
+	require.NoError(t, s.Enqueue(ctx, msgs))
+	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 2 * n, Held: 2 * n, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 2*n)
+	toAck, toConfirm := c.Leases[:n], c.Leases[n:]
+	for _, l := range toAck {
+		require.NoError(t, s.Confirm(ctx, l.ID, l.Token))
+	}
+	before := kinds.statements
+
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	acked, confirmed, stale := make([]error, n), make([]error, n), make([]error, n)
+	for i := range n {
+		wg.Add(3)
+		go func() { defer wg.Done(); <-start; acked[i] = s.Ack(ctx, toAck[i].ID, toAck[i].Token) }()
+		go func() { defer wg.Done(); <-start; confirmed[i] = s.Confirm(ctx, toConfirm[i].ID, toConfirm[i].Token) }()
+		go func() { defer wg.Done(); <-start; stale[i] = s.Confirm(ctx, toAck[i].ID, toAck[i].Token+1<<40) }()
+	}
+	close(start)
+	wg.Wait()
+	for i := range n {
+		require.NoError(t, acked[i], "ack of %s", toAck[i].ID)
+		require.NoError(t, confirmed[i], "confirmation of %s", toConfirm[i].ID)
+		require.ErrorIs(t, stale[i], durable.ErrLeaseLost, "a stale token of %s", toAck[i].ID)
+	}
+	kinds.mu.Lock()
+	statements, both := kinds.statements-before, kinds.both
+	kinds.mu.Unlock()
+	assert.Less(t, statements, 3*n, "the calls share statements")
+	assert.Positive(t, both, "a statement carried acks and confirmations")
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, st.Pending+st.Dead, "nothing pending or dead")
+	assert.EqualValues(t, n, st.InFlight, "the acked are gone, the confirmed in flight")
+	for _, l := range toConfirm {
+		_, err := s.Cancel(ctx, l.ID)
+		require.ErrorIs(t, err, durable.ErrInFlight, "%s was handed out", l.ID)
+	}
+	t.Logf("%d calls in %d statements, %d with both kinds", 3*n, statements, both)
+}
+
+// A held lease confirmed by many goroutines at once is handed out once
+// each, and an Enqueue that replaced a message before its Confirm makes
+// that Confirm fail.
 func TestConcurrentConfirms(t *testing.T) {
 	s := newStore(t)
 	const n = 100
@@ -252,4 +336,65 @@ func TestConcurrentEnqueuesShareStatements(t *testing.T) {
 	before := counter.n.Load()
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: "lone"}}))
 	assert.Equal(t, before+1, counter.n.Load(), "a lone call is one statement")
+}
+
+// A statement of acks and confirmations and an Enqueue that replaces
+// some of the same messages lock their rows in one order (by ID), so
+// neither waits for the other in a cycle: PostgreSQL would abort one of
+// them with "deadlock detected" after a second.
+func TestLeasesAndEnqueuesNeverDeadlock(t *testing.T) {
+	s := newStore(t)
+	const n, rounds = 200, 15
+	msgs := make([]durable.Message, n)
+	for i := range msgs {
+		msgs[i] = durable.Message{ID: fmt.Sprintf("d%04d", i), Payload: []byte("p")}
+	}
+	for round := range rounds {
+		require.NoError(t, s.Enqueue(ctx, msgs))
+		c, err := s.Claim(ctx, durable.ClaimParams{Limit: n, Held: n, Lease: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, c.Leases, n)
+		// The even IDs are handed out, to be acked; the odd ones wait
+		// for their confirmation.
+		for i := 0; i < n; i += 2 {
+			require.NoError(t, s.Confirm(ctx, c.Leases[i].ID, c.Leases[i].Token))
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 2*n)
+		start := make(chan struct{})
+		for i, l := range c.Leases {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				var err error
+				if i%2 == 0 {
+					err = s.Ack(ctx, l.ID, l.Token)
+				} else {
+					err = s.Confirm(ctx, l.ID, l.Token)
+				}
+				if err != nil && err != durable.ErrLeaseLost {
+					errs <- fmt.Errorf("round %d, %s: %w", round, l.ID, err)
+				}
+			}()
+		}
+		// Each Enqueue replaces an odd ID and the even one after it: it
+		// locks the odd row first, where the acks come first.
+		for b := 1; b+1 < n; b += 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				if err := s.Enqueue(ctx, msgs[b:b+2]); err != nil {
+					errs <- fmt.Errorf("round %d, enqueue: %w", round, err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+	}
 }

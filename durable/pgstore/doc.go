@@ -63,11 +63,14 @@
 //     each; no row matched is durable.ErrLeaseLost.
 //   - Ack and Confirm (only for a lease claimed ahead or held): the same,
 //     a DELETE and an UPDATE, but the calls made at the same time share
-//     one statement: while one statement of acks (or of confirmations) is
+//     one statement: while one statement of acks and confirmations is
 //     under way, the calls that arrive wait and then go together in the
-//     next, one statement for up to 500, as a group commit does. A lone
-//     call waits for nothing but its own statement; each call gets its own
-//     outcome (ErrLeaseLost for a lease that is not current).
+//     next, one statement (one commit) for up to 500 of both kinds, as a
+//     group commit does. A statement with both locks their rows in ID
+//     order first, as one of either kind does, so that it cannot deadlock
+//     with another that writes many rows. A lone call waits for nothing
+//     but its own statement; each call gets its own outcome
+//     (ErrLeaseLost for a lease that is not current).
 //   - AdvanceSeries (Queue.Schedule): one transaction that locks the
 //     series' row. Series, ListSeries, DeleteSeries: one statement.
 //   - SetPaused (Queue.Pause, Resume): one statement on the table of the
@@ -81,7 +84,7 @@
 // (shared by the messages of a claim), and at most one to ack, plus at
 // most one to confirm if it was claimed ahead of its due time or held;
 // under a Run with several workers, the acks and confirmations share
-// statements too.
+// statements too, one statement for those of both kinds under way.
 //
 // # Time
 //

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
-	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 )
 
 // Ending and changing leases: Confirm, Ack, Retry, Release and Extend,
@@ -79,18 +78,19 @@ SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM gone)`
 // confirmations of other goroutines under way at the same time (see
 // coalesce.Coalescer).
 func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
-	return s.coalesced(ctx, s.confirms, id, token)
+	return s.coalesced(ctx, id, token, true)
 }
 
 // Ack implements durable.Store: one statement, which deletes the row,
 // shared with the acks of other goroutines under way at the same time
 // (see coalesce.Coalescer).
 func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
-	return s.coalesced(ctx, s.acks, id, token)
+	return s.coalesced(ctx, id, token, false)
 }
 
-// coalesced runs the call on lease (id, token) through c.
-func (s *Store) coalesced(ctx context.Context, c *coalesce.Coalescer[lease], id string, token uint64) error {
+// coalesced runs the ack or confirmation of lease (id, token) through the
+// store's coalescer of leases.
+func (s *Store) coalesced(ctx context.Context, id string, token uint64, confirm bool) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func (s *Store) coalesced(ctx context.Context, c *coalesce.Coalescer[lease], id 
 	if !ok {
 		return durable.ErrLeaseLost
 	}
-	return c.Do(ctx, lease{id: []byte(id), token: tok})
+	return s.leases.Do(ctx, lease{id: []byte(id), token: tok, confirm: confirm})
 }
 
 // Extend implements durable.Store: one statement. by is rounded up to the

@@ -10,15 +10,15 @@ import (
 // statements are the SQL texts of a store, for its schema. pgx prepares
 // and caches each on every connection it runs on.
 type statements struct {
-	enqueue, cancel, requeue                  string
-	claim, expired                            string
-	confirmMany, ackMany, extend, retry, kill string
-	get, deadLetters, stats                   string
-	seriesLock, seriesCreate                  string
-	seriesUpdate, seriesGet                   string
-	seriesList, seriesDelete                  string
-	setPaused                                 string
-	list                                      [durable.Dead + 1][2]string // by state: first page, after a cursor
+	enqueue, cancel, requeue    string
+	claim, expired              string
+	leases, extend, retry, kill string
+	get, deadLetters, stats     string
+	seriesLock, seriesCreate    string
+	seriesUpdate, seriesGet     string
+	seriesList, seriesDelete    string
+	setPaused                   string
+	list                        [durable.Dead + 1][2]string // by state: first page, after a cursor
 }
 
 func newStatements(n names) statements {
@@ -28,8 +28,7 @@ func newStatements(n names) statements {
 		requeue:     n.expand(requeueSQL),
 		claim:       n.expand(claimSQL),
 		expired:     n.expand(expiredSQL),
-		confirmMany: n.expand(confirmManySQL),
-		ackMany:     n.expand(ackManySQL),
+		leases:      n.expand(leasesSQL),
 		extend:      n.expand(extendSQL),
 		retry:       n.expand(retrySQL),
 		kill:        n.expand(killSQL),

@@ -51,8 +51,8 @@ type Store struct {
 	wake   notifier
 
 	// The calls that share statements (see coalesce.Coalescer).
-	acks, confirms *coalesce.Coalescer[lease]
-	enqueues       *coalesce.Coalescer[*enqueueBatch]
+	leases   *coalesce.Coalescer[lease]
+	enqueues *coalesce.Coalescer[*enqueueBatch]
 }
 
 var (
@@ -89,8 +89,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, queue string, opts ...Option) 
 	}
 	s := &Store{pool: pool, queue: queue, opts: o, channel: channelName(o.schema, queue)}
 	s.sql = newStatements(newNames(o.schema))
-	s.acks = newLeaseCoalescer(s, "ack", s.sql.ackMany, false)
-	s.confirms = newLeaseCoalescer(s, "confirm", s.sql.confirmMany, false)
+	s.leases = newLeaseCoalescer(s)
 	s.enqueues = newEnqueueCoalescer(s)
 	s.wake.init(s)
 	return s, nil

@@ -205,6 +205,75 @@ func TestConcurrentConfirms(t *testing.T) {
 	}
 }
 
+// Acks and confirmations made at the same time share script calls, one
+// call carrying both kinds, and each gets its own outcome: a current lease
+// is acked or handed out, a stale token is refused.
+func TestAcksAndConfirmationsShareScripts(t *testing.T) {
+	srv := startRedis(t)
+	c := redis.NewClient(srv.options())
+	t.Cleanup(func() { _ = c.Close() })
+	s := openStore(t, c, "q")
+	var (
+		mu            sync.Mutex
+		scripts, both int
+	)
+	c.AddHook(cmdHook(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if isScript(cmd, leasesScript) {
+			argv := cmd.Args()[3+len(scriptKeys(cmd)):] // n, then id, token, kind a lease
+			kinds := map[string]bool{}
+			for i := 3; i < len(argv); i += 3 {
+				kinds[fmt.Sprint(argv[i])] = true
+			}
+			mu.Lock()
+			scripts++
+			if kinds["a"] && kinds["c"] {
+				both++
+			}
+			mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}))
+	const n = 150
+	leases := claimN(t, s, 2*n, 2*n)
+	toAck, toConfirm := leases[:n], leases[n:]
+	for _, l := range toAck {
+		require.NoError(t, s.Confirm(ctx, l.ID, l.Token))
+	}
+	mu.Lock()
+	before := scripts
+	mu.Unlock()
+
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	acked, confirmed, stale := make([]error, n), make([]error, n), make([]error, n)
+	for i := range n {
+		wg.Go(func() { <-start; acked[i] = s.Ack(ctx, toAck[i].ID, toAck[i].Token) })
+		wg.Go(func() { <-start; confirmed[i] = s.Confirm(ctx, toConfirm[i].ID, toConfirm[i].Token) })
+		wg.Go(func() { <-start; stale[i] = s.Confirm(ctx, toAck[i].ID, toAck[i].Token+1<<40) })
+	}
+	close(start)
+	wg.Wait()
+	for i := range n {
+		require.NoError(t, acked[i], "ack of %s", toAck[i].ID)
+		require.NoError(t, confirmed[i], "confirmation of %s", toConfirm[i].ID)
+		require.ErrorIs(t, stale[i], durable.ErrLeaseLost, "a stale token of %s", toAck[i].ID)
+	}
+	mu.Lock()
+	calls, mixed := scripts-before, both
+	mu.Unlock()
+	assert.Less(t, calls, 3*n, "the calls share script calls")
+	assert.Positive(t, mixed, "a script call carried acks and confirmations")
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, st.Pending+st.Dead, "nothing pending or dead")
+	assert.EqualValues(t, n, st.InFlight, "the acked are gone, the confirmed in flight")
+	for _, l := range toConfirm {
+		_, err := s.Cancel(ctx, l.ID)
+		require.ErrorIs(t, err, durable.ErrInFlight, "%s was handed out", l.ID)
+	}
+	t.Logf("%d calls in %d script calls, %d with both kinds", 3*n, calls, mixed)
+}
+
 // holdScript returns a hook that holds every call of sc until release is
 // closed, and closes started when the first comes.
 func holdScript(sc *redis.Script, started, release chan struct{}) cmdHook {

@@ -90,10 +90,10 @@
 //
 // Enqueue, Ack and Confirm calls that goroutines of a process make at the
 // same time share script calls: the calls that arrive while one such
-// script is under way go together in the next (the acks and the
-// confirmations of each shard apart, and apart from the enqueues, so that
-// a delivery's confirmation never waits for the producers' script under
-// way to be answered). A lone
+// script is under way go together in the next (the acks and confirmations
+// of each shard together, in one script, and apart from the enqueues, so
+// that a delivery's confirmation never waits for the producers' script
+// under way to be answered). A lone
 // call waits for nothing but its own script; each call still gets its own
 // outcome, and calls that write one ID go in different scripts.
 // The scripts of many messages write them with one command per hash and

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/seed64e23a5c/timingwheel/durable"
 	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 )
@@ -13,64 +12,75 @@ import (
 // A lease's life after Claim: Confirm, Ack, Retry, Release and Extend.
 
 // Confirm implements durable.Store: one script call, which fails if an
-// Enqueue or Cancel of any process took the message back first. The
-// confirmations of a shard under way at the same time share the call (see
-// coalesce.Coalescer).
+// Enqueue or Cancel of any process took the message back first. The acks
+// and confirmations of a shard under way at the same time share the call
+// (see coalesce.Coalescer).
 func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
-	return s.leaseCall(ctx, s.confirms, id, token)
+	return s.leaseCall(ctx, id, token, 'c')
 }
 
-// Ack implements durable.Store: one script call, shared with the acks of
-// the shard under way at the same time (see coalesce.Coalescer).
+// Ack implements durable.Store: one script call, shared with the acks and
+// confirmations of the shard under way at the same time (see
+// coalesce.Coalescer).
 func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
-	return s.leaseCall(ctx, s.acks, id, token)
+	return s.leaseCall(ctx, id, token, 'a')
 }
 
 // A leaseArg is the argument of an ack or a confirmation.
-type leaseArg struct{ id, token string }
+type leaseArg struct {
+	id, token string
+	kind      byte // 'a' for an ack, 'c' for a confirmation (see leasesScript)
+}
 
-// leaseCall sends the call on lease (id, token) through the coalescer of
-// its shard among cs.
-func (s *Store) leaseCall(ctx context.Context, cs []*coalesce.Coalescer[leaseArg], id string, token uint64) error {
+func (l leaseArg) op() string {
+	if l.kind == 'c' {
+		return "confirm"
+	}
+	return "ack"
+}
+
+// leaseCall sends the call of kind on lease (id, token) through the
+// coalescer of its shard.
+func (s *Store) leaseCall(ctx context.Context, id string, token uint64, kind byte) error {
 	if s.closed.Load() {
 		return durable.ErrClosed
 	}
-	return cs[shardOf(id, len(s.shards))].Do(ctx, leaseArg{id, tokenString(token)})
+	return s.leases[shardOf(id, len(s.shards))].Do(ctx, leaseArg{id, tokenString(token), kind})
 }
 
-// newLeaseCoalescers returns a coalescer a shard of the calls of op,
-// which run script (ackScript or confirmScript) on many leases.
-func newLeaseCoalescers(s *Store, op string, script *redis.Script) []*coalesce.Coalescer[leaseArg] {
+// newLeaseCoalescers returns a coalescer a shard of the acks and
+// confirmations, which run leasesScript on many leases, one call per ID.
+func newLeaseCoalescers(s *Store) []*coalesce.Coalescer[leaseArg] {
 	cs := make([]*coalesce.Coalescer[leaseArg], len(s.shards))
 	for sh := range cs {
 		cs[sh] = &coalesce.Coalescer[leaseArg]{
-			Take: coalesce.Distinct(MaxClaim, func(l leaseArg) string { return l.token }),
-			Send: func(batch []*coalesce.Call[leaseArg]) { s.sendLeases(op, script, sh, batch) },
+			Take: coalesce.Distinct(MaxClaim, func(l leaseArg) string { return l.id }),
+			Send: func(batch []*coalesce.Call[leaseArg]) { s.sendLeases(sh, batch) },
 		}
 	}
 	return cs
 }
 
-// sendLeases runs script on the leases of batch, all of shard sh: a
+// sendLeases runs leasesScript on the leases of batch, all of shard sh: a
 // call's outcome is nil if its lease was current, ErrLeaseLost if not,
 // ErrPaused if the script says so (a Confirm while paused), or the
 // error of the call.
-func (s *Store) sendLeases(op string, script *redis.Script, sh int, batch []*coalesce.Call[leaseArg]) {
-	args := make([]any, 0, 1+2*len(batch))
+func (s *Store) sendLeases(sh int, batch []*coalesce.Call[leaseArg]) {
+	args := make([]any, 0, 1+3*len(batch))
 	args = append(args, len(batch))
 	for _, c := range batch {
-		args = append(args, c.Arg.id, c.Arg.token)
+		args = append(args, c.Arg.id, c.Arg.token, string(c.Arg.kind))
 	}
 	ctx, cancel := coalesce.Context(batch)
 	defer cancel()
-	r, err := s.run(ctx, script, sh, args...)
+	r, err := s.run(ctx, leasesScript, sh, args...)
 	outcomes, ok := r.([]any)
 	if err == nil && (!ok || len(outcomes) != len(batch)) {
-		err = fmt.Errorf("%s: %d outcomes for %d leases", op, len(outcomes), len(batch))
+		err = fmt.Errorf("%d outcomes for %d leases", len(outcomes), len(batch))
 	}
 	for i, c := range batch {
 		if err != nil {
-			c.Err = wrap(op, err)
+			c.Err = wrap(c.Arg.op(), err)
 			continue
 		}
 		switch outcomes[i] {

@@ -387,38 +387,6 @@ end
 return {now, deadline, head(pending_key), head(inflight_key), out, redis.call('ZCOUNT', pending_key, '-inf', num(horizon)), 0}
 `)
 
-// ackScript deletes the in-flight messages whose leases are current.
-//
-//	KEYS     the shard's (see above)
-//	ARGV[1]  n    how many leases follow (no lease twice)
-//	then 2 arguments a lease:
-//	         id   the message's ID
-//	         tok  the token of the lease
-//	returns  for each lease in order, 1, or 0 if it is lost
-var ackScript = redis.NewScript(prelude + `
-local n = tonumber(ARGV[1])
-local ids = {}
-for i = 1, n do ids[i] = ARGV[2 * i] end
-local metas = redis.call('HMGET', meta_key, unpack(ids))
-local out, gone = {}, {}
-for i = 1, n do
-  if leased(meta(metas[i]), ARGV[2 * i + 1]) then
-    gone[#gone + 1] = ids[i]
-    out[i] = 1
-  else
-    out[i] = 0
-  end
-end
-if #gone > 0 then
-  redis.call('ZREM', inflight_key, unpack(gone))
-  redis.call('HDEL', meta_key, unpack(gone))
-  redis.call('HDEL', payload_key, unpack(gone))
-  redis.call('HDEL', error_key, unpack(gone))
-  redis.call('HDEL', enqueued_key, unpack(gone))
-end
-return out
-`)
-
 // retryScript ends the lease of an in-flight message, as the caller
 // decided (death, delay and error text are durable's rules, not the
 // script's). It serves Retry and Release.
@@ -483,27 +451,34 @@ redis.call('ZADD', inflight_key, 'XX', num(now_us() + lease), id)
 return 1
 `)
 
-// confirmScript hands out leases claimed ahead: state a becomes f.
+// leasesScript acks and confirms leases, many at once: an ack deletes
+// the in-flight message of a current lease; a confirmation hands out a
+// lease claimed ahead (state a becomes f).
 //
 //	KEYS     the shard's (see above)
-//	ARGV[1]  n    how many leases follow (no lease twice)
-//	then 2 arguments a lease:
-//	         id   the message's ID
-//	         tok  the token of the lease
-//	returns  for each lease in order, 1 if it is current (whether it was
-//	         confirmed already or not), 0 if it is lost, 2 if it is
-//	         claimed ahead and the queue is paused (changing nothing)
-var confirmScript = redis.NewScript(prelude + `
+//	ARGV[1]  n    how many leases follow (no ID twice)
+//	then 3 arguments a lease:
+//	         id    the message's ID
+//	         tok   the token of the lease
+//	         kind  'a' to ack it, 'c' to confirm it
+//	returns  for each lease in order, 1 if it is current (acked, or
+//	         confirmed now or already), 0 if it is lost, 2 for a
+//	         confirmation of a lease claimed ahead while the queue is
+//	         paused (changing nothing)
+var leasesScript = redis.NewScript(prelude + `
 local n = tonumber(ARGV[1])
 local ids = {}
-for i = 1, n do ids[i] = ARGV[2 * i] end
+for i = 1, n do ids[i] = ARGV[3 * i - 1] end
 local metas = redis.call('HMGET', meta_key, unpack(ids))
-local paused = nil -- asked once, if a lease needs it
-local out, hargs = {}, {}
+local paused = nil -- asked once, if a confirmation needs it
+local out, gone, hargs = {}, {}, {}
 for i = 1, n do
   local m = meta(metas[i])
-  if not leased(m, ARGV[2 * i + 1]) then
+  if not leased(m, ARGV[3 * i]) then
     out[i] = 0
+  elseif ARGV[3 * i + 1] == 'a' then
+    gone[#gone + 1] = ids[i]
+    out[i] = 1
   elseif m.st ~= 'a' then
     out[i] = 1
   else
@@ -516,6 +491,13 @@ for i = 1, n do
       out[i] = 1
     end
   end
+end
+if #gone > 0 then
+  redis.call('ZREM', inflight_key, unpack(gone))
+  redis.call('HDEL', meta_key, unpack(gone))
+  redis.call('HDEL', payload_key, unpack(gone))
+  redis.call('HDEL', error_key, unpack(gone))
+  redis.call('HDEL', enqueued_key, unpack(gone))
 end
 if #hargs > 0 then redis.call('HSET', meta_key, unpack(hargs)) end
 return out

@@ -67,9 +67,9 @@ type Store struct {
 	closed atomic.Bool
 	wake   notifier
 	// The calls under way at once share round trips: the Enqueue calls,
-	// and the acks and the confirmations of each shard.
-	enqueues       *coalesce.Coalescer[[]durable.Message]
-	acks, confirms []*coalesce.Coalescer[leaseArg]
+	// and the acks and confirmations of each shard.
+	enqueues *coalesce.Coalescer[[]durable.Message]
+	leases   []*coalesce.Coalescer[leaseArg]
 }
 
 var (
@@ -102,8 +102,7 @@ func New(client redis.UniversalClient, queue string, opts ...Option) (*Store, er
 	s.shards = newShards(queue, o.shards)
 	s.wake.init(s)
 	s.enqueues = newEnqueueCoalescer(s)
-	s.acks = newLeaseCoalescers(s, "ack", ackScript)
-	s.confirms = newLeaseCoalescers(s, "confirm", confirmScript)
+	s.leases = newLeaseCoalescers(s)
 
 	if err := s.startChecks(); err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/leasetest"
 )
 
 // statementCounter counts the statements of a pool whose text contains
@@ -33,19 +34,18 @@ func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d p
 
 func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// tracedPool returns a pool on the package's server whose statements of
-// many leases are counted.
-func tracedPool(t *testing.T) (*pgxpool.Pool, *statementCounter) {
+// tracedPool returns a pool on the package's server whose statements
+// tracer sees.
+func tracedPool(t *testing.T, tracer pgx.QueryTracer) *pgxpool.Pool {
 	t.Helper()
 	testPool(t) // skips without PostgreSQL
 	cfg, err := pgxpool.ParseConfig(server.ConnString() + " pool_max_conns=20")
 	require.NoError(t, err)
-	counter := &statementCounter{marker: "unnest($2::bytea[], $3::bigint[])"}
-	cfg.ConnConfig.Tracer = counter
+	cfg.ConnConfig.Tracer = tracer
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	return pool, counter
+	return pool
 }
 
 // claimAll enqueues n messages due now and claims them all.
@@ -70,7 +70,8 @@ func claimAll(t *testing.T, s *Store, n int) []durable.Lease {
 // each still gets its own outcome: a current lease is acked, a stale
 // token is refused, and of two acks of one lease exactly one wins.
 func TestConcurrentAcksShareStatements(t *testing.T) {
-	pool, counter := tracedPool(t)
+	counter := &statementCounter{marker: "unnest($2::bytea[], $3::bigint[])"}
+	pool := tracedPool(t, counter)
 	s := openStore(t, pool, freshQueue())
 	const n = 300
 	leases := claimAll(t, s, n)
@@ -149,60 +150,20 @@ func (k *leaseKinds) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEnd
 // (one commit for both kinds), and each gets its own outcome: a current
 // lease is acked or handed out, a stale token is refused.
 func TestAcksAndConfirmationsShareStatements(t *testing.T) {
-	testPool(t) // skips without PostgreSQL
-	cfg, err := pgxpool.ParseConfig(server.ConnString() + " pool_max_conns=20")
-	require.NoError(t, err)
 	kinds := &leaseKinds{}
-	cfg.ConnConfig.Tracer = kinds
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	s := openStore(t, pool, freshQueue())
-
+	s := openStore(t, tracedPool(t, kinds), freshQueue())
 	const n = 150
-	msgs := make([]durable.Message, 2*n)
-	for i := range msgs {
-		msgs[i] = durable.Message{ID: fmt.Sprintf("k%04d", i), Payload: []byte("p")}
-	}
-	require.NoError(t, s.Enqueue(ctx, msgs))
-	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 2 * n, Held: 2 * n, Lease: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, c.Leases, 2*n)
-	toAck, toConfirm := c.Leases[:n], c.Leases[n:]
-	for _, l := range toAck {
-		require.NoError(t, s.Confirm(ctx, l.ID, l.Token))
-	}
-	before := kinds.statements
-
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	acked, confirmed, stale := make([]error, n), make([]error, n), make([]error, n)
-	for i := range n {
-		wg.Add(3)
-		go func() { defer wg.Done(); <-start; acked[i] = s.Ack(ctx, toAck[i].ID, toAck[i].Token) }()
-		go func() { defer wg.Done(); <-start; confirmed[i] = s.Confirm(ctx, toConfirm[i].ID, toConfirm[i].Token) }()
-		go func() { defer wg.Done(); <-start; stale[i] = s.Confirm(ctx, toAck[i].ID, toAck[i].Token+1<<40) }()
-	}
-	close(start)
-	wg.Wait()
-	for i := range n {
-		require.NoError(t, acked[i], "ack of %s", toAck[i].ID)
-		require.NoError(t, confirmed[i], "confirmation of %s", toConfirm[i].ID)
-		require.ErrorIs(t, stale[i], durable.ErrLeaseLost, "a stale token of %s", toAck[i].ID)
-	}
+	before := 0
+	leasetest.AcksAndConfirmsAtOnce(t, s, n, func() {
+		kinds.mu.Lock()
+		before = kinds.statements
+		kinds.mu.Unlock()
+	})
 	kinds.mu.Lock()
 	statements, both := kinds.statements-before, kinds.both
 	kinds.mu.Unlock()
 	assert.Less(t, statements, 3*n, "the calls share statements")
 	assert.Positive(t, both, "a statement carried acks and confirmations")
-	st, err := s.Stats(ctx)
-	require.NoError(t, err)
-	assert.Zero(t, st.Pending+st.Dead, "nothing pending or dead")
-	assert.EqualValues(t, n, st.InFlight, "the acked are gone, the confirmed in flight")
-	for _, l := range toConfirm {
-		_, err := s.Cancel(ctx, l.ID)
-		require.ErrorIs(t, err, durable.ErrInFlight, "%s was handed out", l.ID)
-	}
 	t.Logf("%d calls in %d statements, %d with both kinds", 3*n, statements, both)
 }
 
@@ -296,14 +257,8 @@ func TestBatchedCallsKeepTheirOwnContexts(t *testing.T) {
 // whole, calls that write the same ID go in different statements (so
 // neither fails), and a lone call is one statement of its own.
 func TestConcurrentEnqueuesShareStatements(t *testing.T) {
-	pool, _ := tracedPool(t)
 	counter := &statementCounter{marker: "INSERT INTO"}
-	cfg := pool.Config()
-	cfg.ConnConfig.Tracer = counter
-	counted, err := pgxpool.NewWithConfig(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(counted.Close)
-	s := openStore(t, counted, freshQueue())
+	s := openStore(t, tracedPool(t, counter), freshQueue())
 
 	const callers = 200
 	var wg sync.WaitGroup

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/leasetest"
 )
 
 // countedStore returns a store on a client of its own, whose round trips
@@ -234,43 +235,17 @@ func TestAcksAndConfirmationsShareScripts(t *testing.T) {
 		return next(ctx, cmd)
 	}))
 	const n = 150
-	leases := claimN(t, s, 2*n, 2*n)
-	toAck, toConfirm := leases[:n], leases[n:]
-	for _, l := range toAck {
-		require.NoError(t, s.Confirm(ctx, l.ID, l.Token))
-	}
-	mu.Lock()
-	before := scripts
-	mu.Unlock()
-
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	acked, confirmed, stale := make([]error, n), make([]error, n), make([]error, n)
-	for i := range n {
-		wg.Go(func() { <-start; acked[i] = s.Ack(ctx, toAck[i].ID, toAck[i].Token) })
-		wg.Go(func() { <-start; confirmed[i] = s.Confirm(ctx, toConfirm[i].ID, toConfirm[i].Token) })
-		wg.Go(func() { <-start; stale[i] = s.Confirm(ctx, toAck[i].ID, toAck[i].Token+1<<40) })
-	}
-	close(start)
-	wg.Wait()
-	for i := range n {
-		require.NoError(t, acked[i], "ack of %s", toAck[i].ID)
-		require.NoError(t, confirmed[i], "confirmation of %s", toConfirm[i].ID)
-		require.ErrorIs(t, stale[i], durable.ErrLeaseLost, "a stale token of %s", toAck[i].ID)
-	}
+	before := 0
+	leasetest.AcksAndConfirmsAtOnce(t, s, n, func() {
+		mu.Lock()
+		before = scripts
+		mu.Unlock()
+	})
 	mu.Lock()
 	calls, mixed := scripts-before, both
 	mu.Unlock()
 	assert.Less(t, calls, 3*n, "the calls share script calls")
 	assert.Positive(t, mixed, "a script call carried acks and confirmations")
-	st, err := s.Stats(ctx)
-	require.NoError(t, err)
-	assert.Zero(t, st.Pending+st.Dead, "nothing pending or dead")
-	assert.EqualValues(t, n, st.InFlight, "the acked are gone, the confirmed in flight")
-	for _, l := range toConfirm {
-		_, err := s.Cancel(ctx, l.ID)
-		require.ErrorIs(t, err, durable.ErrInFlight, "%s was handed out", l.ID)
-	}
 	t.Logf("%d calls in %d script calls, %d with both kinds", 3*n, calls, mixed)
 }
 

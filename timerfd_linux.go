@@ -27,18 +27,25 @@ import (
 // deadline's timer each time it schedules. Each wheel on the real clock
 // owns one from Start to Stop: one file descriptor.
 //
-// The fd is never read, which saves two system calls per wake-up: arming
-// it again resets its count of expirations, and the poller watches it
-// edge-triggered, so each expiry is an event of its own. An event of an
-// earlier arming that ends a wait makes a spurious wake-up, which costs
-// the driver a pass and fires nothing early.
+// rc.Read forgets what the poller saw of the fd before the call, so a
+// wait reads the fd first, to learn of an expiry that came before it,
+// except while the instant it is armed for is still ahead (nothing can
+// have expired, and the poller reports the expiry when it comes) or once a
+// wait has seen this arming expire. So a wait that starts in time makes no
+// system call: the fd is not read after the poller reports it ready,
+// since arming it again resets its count of expirations.
 type wakeup struct {
 	f  *os.File
 	rc syscall.RawConn
-	// waitOnce makes rc.Read wait for the fd once (see wait); asked is
-	// whether it has, in this wait. Only the driver waits.
-	waitOnce func(fd uintptr) bool
-	asked    bool
+	// readOnce is the function rc.Read calls (see wait). It reads with a
+	// raw system call: a plain one would tell the runtime it entered a
+	// system call, which wakes the runtime's monitor thread on an idle
+	// program. Only the driver waits, so the fields below are the driver's.
+	readOnce func(fd uintptr) bool
+	asked    bool      // readOnce has been called in this wait
+	armed    bool      // the fd is armed, and no wait has seen it expire
+	expires  time.Time // no sooner than the fd's last arming expires
+	buf      [8]byte   // receives the count of expirations
 }
 
 // newWakeup returns a wakeup, or nil if the system refuses one (no
@@ -64,10 +71,21 @@ func newWakeup() *wakeup {
 		return nil
 	}
 	wk := &wakeup{f: f, rc: rc}
-	wk.waitOnce = func(uintptr) bool {
-		done := wk.asked
+	wk.readOnce = func(fd uintptr) bool {
+		if wk.asked { // the poller saw the fd expire since the call
+			wk.armed = false
+			return true
+		}
 		wk.asked = true
-		return done
+		if !wk.armed || time.Now().Before(wk.expires) {
+			return false // nothing has expired: wait for the poller
+		}
+		_, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&wk.buf[0])), uintptr(len(wk.buf)))
+		if errno == syscall.EAGAIN {
+			return false // wait for the poller
+		}
+		wk.armed = false
+		return true
 	}
 	return wk
 }
@@ -77,6 +95,7 @@ func newWakeup() *wakeup {
 func (wk *wakeup) arm(d time.Duration) {
 	var spec struct{ interval, value syscall.Timespec }
 	spec.value = syscall.NsecToTimespec(int64(max(d, 1)))
+	wk.armed, wk.expires = true, time.Now().Add(d) // before the kernel's now: never after its expiry
 	_ = wk.rc.Control(func(fd uintptr) {
 		_, _, _ = syscall.RawSyscall6(syscall.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
 	})
@@ -102,11 +121,10 @@ func (wk *wakeup) setDeadline(d time.Duration) {
 
 // wait blocks until the fd expires (it reports true), or the deadline
 // passes or a poke comes (false); an expiry or a poke already pending
-// returns at once. It asks the poller once, reading nothing: an event
-// left from an earlier arming also reports true.
+// returns at once.
 func (wk *wakeup) wait() (expired bool) {
 	wk.asked = false
-	err := wk.rc.Read(wk.waitOnce)
+	err := wk.rc.Read(wk.readOnce)
 	return !errors.Is(err, os.ErrDeadlineExceeded)
 }
 

@@ -48,8 +48,26 @@ func TestWakeupSignalsNoSoonerThanArmed(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(t0), time.Millisecond)
 }
 
-// The fd is never read: an expiry that no wait took may end the next
-// wait early, a spurious wake-up, but it never hides a later expiry.
+// An expiry that came before a wait began ends it at once, whichever
+// goroutine's poll saw it first: the wait reads the fd once its instant
+// has passed.
+func TestWakeupExpiryBeforeTheWaitEndsItAtOnce(t *testing.T) {
+	wk := newWakeup()
+	require.NotNil(t, wk)
+	defer wk.close()
+	for range 20 {
+		wk.setDeadline(10 * time.Second) // so that a missed expiry fails the test
+		wk.arm(100 * time.Microsecond)
+		time.Sleep(2 * time.Millisecond) // it expires; other Ps' polls may see it
+		t0 := time.Now()
+		require.True(t, wk.wait(), "an expiry before the wait was missed")
+		assert.Less(t, time.Since(t0), 5*time.Second, "the wait ended at once, not at the deadline")
+	}
+}
+
+// A wait that begins before the instant reads nothing until the poller
+// reports the expiry; an expiry that no wait took may end the next wait
+// early, a spurious wake-up, but it never hides a later expiry.
 func TestWakeupExpiryNobodyWaitedForHidesNoLaterOne(t *testing.T) {
 	wk := newWakeup()
 	require.NotNil(t, wk)

@@ -24,40 +24,38 @@ import (
 // queue for each statement.
 
 // leasesSQL acks the leases of $2 ids, $3 tokens and confirms those of $4
-// ids, $5 tokens, each list in ID order, and returns the token of each
-// lease it ended or handed out with true, and of each confirmation it
-// refused while the queue is paused with false (see durable.ErrPaused):
-// then it leaves those claimed ahead and not confirmed yet as they are.
-// A lease that is not current matches no row. Rows are locked in ID order
-// (the primary key's), so that two statements of many rows never wait
-// for each other in opposite orders: with both kinds, l locks them all
-// first, as a statement of one kind locks its own.
+// ids, $5 tokens (no ID twice), and returns the ID of each lease it ended
+// or handed out with true, and of each confirmation it refused while the
+// queue is paused with false (see durable.ErrPaused): then it leaves those
+// claimed ahead and not confirmed yet as they are. A lease that is not
+// current matches no row. l locks the rows in ID order first, whatever
+// plan reads them after, as an Enqueue locks its rows: two statements of
+// many rows never wait for each other in opposite orders.
 const leasesSQL = `WITH p AS MATERIALIZED (
 	SELECT EXISTS (SELECT 1 FROM {QUEUES} q WHERE q.queue = $1::text AND q.paused) AS paused
 ),
 l AS MATERIALIZED (
 	SELECT t.id FROM {T} t
-	WHERE cardinality($2::bytea[]) > 0 AND cardinality($4::bytea[]) > 0
-		AND t.queue = $1::text AND t.id = ANY ($2::bytea[] || $4::bytea[])
+	WHERE t.queue = $1::text AND t.id = ANY ($2::bytea[] || $4::bytea[])
 	ORDER BY t.id FOR UPDATE
 ),
 d AS (
 	DELETE FROM {T} t USING unnest($2::bytea[], $3::bigint[]) AS a(id, token)
 	WHERE (SELECT count(*) FROM l) >= 0 AND t.queue = $1::text AND t.id = ANY ($2::bytea[]) AND t.id = a.id
 		AND t.token = a.token AND t.state = 2
-	RETURNING t.token
+	RETURNING t.id
 ),
 u AS (
 	UPDATE {T} t SET held = false FROM unnest($4::bytea[], $5::bigint[]) AS a(id, token)
 	WHERE (SELECT count(*) FROM l) >= 0 AND t.queue = $1::text AND t.id = ANY ($4::bytea[]) AND t.id = a.id
 		AND t.token = a.token AND t.state = 2 AND NOT (t.held AND (SELECT paused FROM p))
-	RETURNING t.token
+	RETURNING t.id
 )
-SELECT d.token, true FROM d
+SELECT d.id, true FROM d
 UNION ALL
-SELECT u.token, true FROM u
+SELECT u.id, true FROM u
 UNION ALL
-SELECT t.token, false FROM {T} t, unnest($4::bytea[], $5::bigint[]) AS a(id, token)
+SELECT t.id, false FROM {T} t, unnest($4::bytea[], $5::bigint[]) AS a(id, token)
 WHERE (SELECT paused FROM p) AND t.queue = $1::text AND t.id = ANY ($4::bytea[]) AND t.id = a.id
 	AND t.token = a.token AND t.state = 2 AND t.held`
 
@@ -114,21 +112,21 @@ func sendLeases(s *Store, batch []*coalesce.Call[lease]) {
 		fail(err)
 		return
 	}
-	outcome := make(map[int64]error, len(batch))
+	outcome := make(map[string]error, len(batch)) // by ID: one call each
 	for rows.Next() {
 		var (
-			tok  int64
+			id   []byte
 			done bool
 		)
-		if err := rows.Scan(&tok, &done); err != nil {
+		if err := rows.Scan(&id, &done); err != nil {
 			rows.Close()
 			fail(err)
 			return
 		}
 		if done {
-			outcome[tok] = nil
+			outcome[string(id)] = nil
 		} else {
-			outcome[tok] = durable.ErrPaused
+			outcome[string(id)] = durable.ErrPaused
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -136,7 +134,7 @@ func sendLeases(s *Store, batch []*coalesce.Call[lease]) {
 		return
 	}
 	for _, c := range batch {
-		err, ok := outcome[c.Arg.token]
+		err, ok := outcome[string(c.Arg.id)]
 		if !ok {
 			err = durable.ErrLeaseLost
 		}

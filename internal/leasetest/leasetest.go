@@ -19,7 +19,7 @@ import (
 // AcksAndConfirmsAtOnce enqueues 2n messages to s, which holds no
 // other, claims them all held and confirms the first n. Then, all at once,
 // it acks those n, confirms the other n, and confirms the first n again
-// with tokens they never had; started is called just before. It checks
+// with the tokens of the other n; started is called just before. It checks
 // each call's outcome (nil, nil, ErrLeaseLost) and what is left: the
 // acked messages gone, the confirmed ones handed out (in flight, and a
 // Cancel of them fails).
@@ -51,7 +51,8 @@ func AcksAndConfirmsAtOnce(t *testing.T, s durable.Store, n int, started func())
 	for i := range n {
 		wg.Go(func() { <-start; acked[i] = s.Ack(ctx, toAck[i].ID, toAck[i].Token) })
 		wg.Go(func() { <-start; confirmed[i] = s.Confirm(ctx, toConfirm[i].ID, toConfirm[i].Token) })
-		wg.Go(func() { <-start; stale[i] = s.Confirm(ctx, toAck[i].ID, toAck[i].Token+1<<40) })
+		// A token that is current, but for another message.
+		wg.Go(func() { <-start; stale[i] = s.Confirm(ctx, toAck[i].ID, toConfirm[i].Token) })
 	}
 	close(start)
 	wg.Wait()

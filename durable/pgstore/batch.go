@@ -16,8 +16,8 @@ import (
 // together, in one statement, so one commit. A lone call waits for
 // nothing but its own statement.
 
-// Both statements of many leases name the IDs twice: in the join with the
-// list of leases, and as "t.id = ANY ($2)", which makes the planner read
+// The statement of many leases names the IDs twice: in the joins with the
+// lists of leases, and as "t.id = ANY ($2)", which makes the planner read
 // the table through its primary key for those IDs only. Without it, for
 // a queue that the table's statistics do not know yet (estimated at one
 // row), the join was planned as a scan of every message in flight in the

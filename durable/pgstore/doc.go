@@ -68,9 +68,9 @@
 //     next, one statement (one commit) for up to 500 of both kinds, as a
 //     group commit does. The statement locks its rows in ID order first,
 //     as an Enqueue does, so that it cannot deadlock with another that
-//     writes many rows. A lone call waits for nothing
-//     but its own statement; each call gets its own outcome
-//     (ErrLeaseLost for a lease that is not current).
+//     writes many rows. A lone call waits for nothing but its own
+//     statement; each call gets its own outcome (ErrLeaseLost for a lease
+//     that is not current).
 //   - AdvanceSeries (Queue.Schedule): one transaction that locks the
 //     series' row. Series, ListSeries, DeleteSeries: one statement.
 //   - SetPaused (Queue.Pause, Resume): one statement on the table of the

@@ -74,16 +74,16 @@ gone AS (
 )
 SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM gone)`
 
-// Confirm implements durable.Store: one statement, shared with the
-// confirmations of other goroutines under way at the same time (see
+// Confirm implements durable.Store: one statement, shared with the acks
+// and confirmations of other goroutines under way at the same time (see
 // coalesce.Coalescer).
 func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
 	return s.coalesced(ctx, id, token, true)
 }
 
 // Ack implements durable.Store: one statement, which deletes the row,
-// shared with the acks of other goroutines under way at the same time
-// (see coalesce.Coalescer).
+// shared with the acks and confirmations of other goroutines under way at
+// the same time (see coalesce.Coalescer).
 func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
 	return s.coalesced(ctx, id, token, false)
 }

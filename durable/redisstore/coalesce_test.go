@@ -329,3 +329,49 @@ func TestMergedEnqueuesOnAClusterFailByShard(t *testing.T) {
 	assert.NoError(t, onZero, "its shard's transaction succeeded")
 	assert.ErrorContains(t, onOne, "injected")
 }
+
+// A call of aloneEnqueue messages or more makes its own round trip: it
+// is written while the script of a small call is held, and the small
+// calls that arrive meanwhile still wait for a shared one.
+func TestLargeEnqueuesDoNotWaitForOthers(t *testing.T) {
+	srv := startRedis(t)
+	c := redis.NewClient(srv.options())
+	t.Cleanup(func() { _ = c.Close() })
+	s := openStore(t, c, "q")
+
+	started, release := make(chan struct{}), make(chan struct{})
+	var held atomic.Bool
+	c.AddHook(cmdHook(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if isScript(cmd, enqueueScript) && held.CompareAndSwap(false, true) {
+			close(started)
+			<-release
+		}
+		return next(ctx, cmd)
+	}))
+	first := make(chan error, 1)
+	go func() { first <- s.Enqueue(ctx, []durable.Message{{ID: "small"}}) }()
+	<-started
+	second := make(chan error, 1)
+	go func() { second <- s.Enqueue(ctx, []durable.Message{{ID: "small too"}}) }()
+	require.Eventually(t, func() bool { return s.enqueues.Waiting() == 1 }, 10*time.Second, time.Millisecond,
+		"a small call waits for the one held")
+
+	large := make([]durable.Message, aloneEnqueue)
+	for i := range large {
+		large[i] = durable.Message{ID: fmt.Sprint("large ", i)}
+	}
+	waited, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	require.NoError(t, s.Enqueue(waited, large), "the large call waited for the held one")
+	n, err := c.ZCard(ctx, s.shards[0].keys[keyPending]).Result()
+	require.NoError(t, err)
+	assert.EqualValues(t, aloneEnqueue, n, "the large call is written, the small ones not yet")
+	assert.Equal(t, 1, s.enqueues.Waiting())
+
+	close(release)
+	require.NoError(t, <-first)
+	require.NoError(t, <-second)
+	n, err = c.ZCard(ctx, s.shards[0].keys[keyPending]).Result()
+	require.NoError(t, err)
+	assert.EqualValues(t, aloneEnqueue+2, n)
+}

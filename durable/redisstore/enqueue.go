@@ -25,7 +25,8 @@ import (
 // with a MULTI/EXEC transaction of several. With shards on Redis Cluster,
 // the batch is atomic within each shard only (see WithShards).
 //
-// Calls made at the same time share a round trip (see coalesce.Coalescer):
+// Calls of fewer than 64 messages made at the same time share a round
+// trip (see coalesce.Coalescer):
 // each is written all or none, as if the calls had been made one after
 // the other, and each caller gets the outcome of the round trip, on Redis
 // Cluster the outcome for the shards of its own messages.
@@ -46,8 +47,18 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 			return err
 		}
 	}
-	return s.enqueues.Do(ctx, dedup.LastOfEachID(msgs))
+	msgs = dedup.LastOfEachID(msgs)
+	if len(msgs) >= aloneEnqueue {
+		return s.outcome(s.write(ctx, msgs), msgs)
+	}
+	return s.enqueues.Do(ctx, msgs)
 }
+
+// aloneEnqueue is the size from which an Enqueue call makes its own
+// round trip rather than waiting to share one: such a call gains little
+// by sharing, and sent at once it is built while Redis runs the others,
+// which keeps Redis busy when many producers send batches.
+const aloneEnqueue = 64
 
 // newEnqueueCoalescer returns the coalescer of the Enqueue calls of s.
 func newEnqueueCoalescer(s *Store) *coalesce.Coalescer[[]durable.Message] {
@@ -63,17 +74,23 @@ func newEnqueueCoalescer(s *Store) *coalesce.Coalescer[[]durable.Message] {
 		errs := s.write(ctx, all)
 		cancel()
 		for _, c := range batch {
-			if !s.cluster {
-				c.Err = wrap("enqueue", errs[0]) // one outcome for every shard
-				continue
-			}
-			var own []error
-			for _, sh := range s.shardsOf(c.Arg) {
-				own = append(own, errs[sh])
-			}
-			c.Err = wrap("enqueue", errors.Join(own...))
+			c.Err = s.outcome(errs, c.Arg)
 		}
 	}}
+}
+
+// outcome returns the outcome of a call that wrote msgs, from the outcome
+// of each shard that write returned: on Redis Cluster, that of the shards
+// of msgs only.
+func (s *Store) outcome(errs []error, msgs []durable.Message) error {
+	if !s.cluster {
+		return wrap("enqueue", errs[0]) // one outcome for every shard
+	}
+	var own []error
+	for _, sh := range s.shardsOf(msgs) {
+		own = append(own, errs[sh])
+	}
+	return wrap("enqueue", errors.Join(own...))
 }
 
 // takeEnqueues picks the calls of a script: their messages fit one

@@ -16,12 +16,17 @@ import (
 // together, in one statement, so one commit. A lone call waits for
 // nothing but its own statement.
 
-// The statement of many leases names the IDs twice: in the joins with the
-// lists of leases, and as "t.id = ANY ($2)", which makes the planner read
-// the table through its primary key for those IDs only. Without it, for
-// a queue that the table's statistics do not know yet (estimated at one
-// row), the join was planned as a scan of every message in flight in the
-// queue for each statement.
+// The statement of many leases reads the table once, in l, through its
+// primary key for those IDs only, and its writes find the rows l locked
+// by the primary key again. For a queue that the table's statistics do
+// not know yet, the planner estimates "queue = $1" at one row, and the
+// statement was planned as a scan of every message of the queue (or of
+// every one in flight, through the partial index of state 2) for each
+// statement. So l compares the queue with a value the planner does not
+// see, "(SELECT $1::text)", which it estimates as an average queue, and
+// the writes name no state, which keeps the partial indexes out of their
+// plans: they check the state and token that l read, of rows that l
+// holds locked, so that nobody changes them in between.
 
 // leasesSQL acks the leases of $2 ids, $3 tokens and confirms those of $4
 // ids, $5 tokens (no ID twice), and returns the ID of each lease it ended
@@ -30,34 +35,34 @@ import (
 // claimed ahead and not confirmed yet as they are. A lease that is not
 // current matches no row. l locks the rows in ID order first, whatever
 // plan reads them after, as an Enqueue locks its rows: two statements of
-// many rows never wait for each other in opposite orders.
+// many rows never wait for each other in opposite orders. A row that
+// another transaction changed after the statement's snapshot is locked,
+// and read, at its new version, which the writes then change.
 const leasesSQL = `WITH p AS MATERIALIZED (
 	SELECT EXISTS (SELECT 1 FROM {QUEUES} q WHERE q.queue = $1::text AND q.paused) AS paused
 ),
 l AS MATERIALIZED (
-	SELECT t.id FROM {T} t
-	WHERE t.queue = $1::text AND t.id = ANY ($2::bytea[] || $4::bytea[])
+	SELECT t.id, t.token, t.state, t.held FROM {T} t
+	WHERE t.queue = (SELECT $1::text) AND t.id = ANY ($2::bytea[] || $4::bytea[])
 	ORDER BY t.id FOR UPDATE
 ),
 d AS (
-	DELETE FROM {T} t USING unnest($2::bytea[], $3::bigint[]) AS a(id, token)
-	WHERE (SELECT count(*) FROM l) >= 0 AND t.queue = $1::text AND t.id = ANY ($2::bytea[]) AND t.id = a.id
-		AND t.token = a.token AND t.state = 2
+	DELETE FROM {T} t USING l, unnest($2::bytea[], $3::bigint[]) AS a(id, token)
+	WHERE t.queue = (SELECT $1::text) AND t.id = ANY ($2::bytea[]) AND t.id = l.id AND l.id = a.id AND l.token = a.token AND l.state = 2
 	RETURNING t.id
 ),
 u AS (
-	UPDATE {T} t SET held = false FROM unnest($4::bytea[], $5::bigint[]) AS a(id, token)
-	WHERE (SELECT count(*) FROM l) >= 0 AND t.queue = $1::text AND t.id = ANY ($4::bytea[]) AND t.id = a.id
-		AND t.token = a.token AND t.state = 2 AND NOT (t.held AND (SELECT paused FROM p))
+	UPDATE {T} t SET held = false FROM l, unnest($4::bytea[], $5::bigint[]) AS a(id, token)
+	WHERE t.queue = (SELECT $1::text) AND t.id = ANY ($4::bytea[]) AND t.id = l.id AND l.id = a.id AND l.token = a.token AND l.state = 2
+		AND NOT (l.held AND (SELECT paused FROM p))
 	RETURNING t.id
 )
 SELECT d.id, true FROM d
 UNION ALL
 SELECT u.id, true FROM u
 UNION ALL
-SELECT t.id, false FROM {T} t, unnest($4::bytea[], $5::bigint[]) AS a(id, token)
-WHERE (SELECT paused FROM p) AND t.queue = $1::text AND t.id = ANY ($4::bytea[]) AND t.id = a.id
-	AND t.token = a.token AND t.state = 2 AND t.held`
+SELECT l.id, false FROM l, unnest($4::bytea[], $5::bigint[]) AS a(id, token)
+WHERE (SELECT paused FROM p) AND l.id = a.id AND l.token = a.token AND l.state = 2 AND l.held`
 
 // maxBatch bounds the calls of one statement of many leases.
 const maxBatch = 500

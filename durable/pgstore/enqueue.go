@@ -70,7 +70,9 @@ const cancelSQL = `WITH d AS (
 SELECT (SELECT count(*) FROM d) > 0, EXISTS (SELECT 1 FROM {T} WHERE queue = $1::text AND id = $2::bytea)`
 
 // requeueSQL makes a dead message pending again, attempts from zero and
-// no error text, and notifies as enqueueSQL does.
+// no error text, and notifies as enqueueSQL does. It names the state as
+// "state + 0 = 3" to find the message through the primary key, not the
+// partial index of the dead (see lease.go).
 //
 //	$1 queue, $2 id, $3 due time, $4 whether it is due now, $5 the channel
 const requeueSQL = `WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
@@ -79,7 +81,7 @@ u AS (
 	UPDATE {T} t SET state = 1, due = CASE WHEN $4::boolean THEN n.now ELSE $3::timestamptz END,
 		seq = nextval({SEQ}), died_at = NULL, attempt = 0, last_error = ''::bytea
 	FROM n
-	WHERE t.queue = $1::text AND t.id = $2::bytea AND t.state = 3
+	WHERE t.queue = $1::text AND t.id = $2::bytea AND t.state + 0 = 3
 	RETURNING t.due
 ),
 nt AS MATERIALIZED (

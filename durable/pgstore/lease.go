@@ -11,12 +11,20 @@ import (
 // each one statement naming the message by queue, ID, token and state (in
 // flight), which changes nothing when the lease is not current: then the
 // method returns durable.ErrLeaseLost.
+//
+// They name the state as "state + 0 = 2", which no partial index's
+// predicate matches, so that the planner finds the message through the
+// primary key. Given "state = 2", it may take the partial index of the
+// messages in flight when the table's statistics hold few of them (a
+// queue that they do not know yet, or one analyzed while its messages
+// waited), and read every message of the queue in flight, and every
+// dead entry of that index, for each call. requeueSQL does the same.
 
 // extendSQL moves the deadline of a lease to $4 µs from now.
 //
 //	$1 queue, $2 id, $3 token, $4 by (µs)
 const extendSQL = `UPDATE {T} SET deadline = clock_timestamp() + $4::bigint * interval '1 microsecond', seq = nextval({SEQ})
-WHERE queue = $1::text AND id = $2::bytea AND token = $3::bigint AND state = 2`
+WHERE queue = $1::text AND id = $2::bytea AND token = $3::bigint AND state + 0 = 2`
 
 // retrySQL ends a lease, the message pending again $4 µs from now (Retry
 // and Release), and notifies as enqueueSQL does. An empty $5 keeps the
@@ -32,7 +40,7 @@ u AS (
 		seq = nextval({SEQ}), deadline = NULL, held = false,
 		last_error = CASE WHEN coalesce(octet_length($5::bytea), 0) = 0 THEN t.last_error ELSE $5::bytea END
 	FROM n
-	WHERE t.queue = $1::text AND t.id = $2::bytea AND t.token = $3::bigint AND t.state = 2
+	WHERE t.queue = $1::text AND t.id = $2::bytea AND t.token = $3::bigint AND t.state + 0 = 2
 		AND (NOT $6::boolean OR t.deadline <= n.now)
 	RETURNING t.due
 ),
@@ -55,7 +63,7 @@ u AS (
 	UPDATE {T} t SET state = 3, died_at = n.now, seq = nextval({SEQ}), deadline = NULL, held = false,
 		last_error = CASE WHEN coalesce(octet_length($4::bytea), 0) = 0 THEN t.last_error ELSE $4::bytea END
 	FROM n
-	WHERE t.queue = $1::text AND t.id = $2::bytea AND t.token = $3::bigint AND t.state = 2
+	WHERE t.queue = $1::text AND t.id = $2::bytea AND t.token = $3::bigint AND t.state + 0 = 2
 		AND (NOT $5::boolean OR t.deadline <= n.now)
 	RETURNING 1
 ),

@@ -38,7 +38,8 @@ const settleTimeout = 10 * time.Second
 //
 // Run claims for its workers in batches: as
 // many due messages at once as it has workers idle, plus, when handlers
-// are quick, about as many as they finished during the previous claim,
+// are quick, up to four times as many as they finished during the
+// previous claim,
 // with one store call (one round trip to a server). A message claimed
 // beyond the idle workers waits in Run for the next free worker: about
 // one claim's time while handlers keep that pace, never more than four
@@ -215,13 +216,15 @@ func (r *runner) dispatch() error {
 }
 
 // adjustWindow sets the window after a claim during which the workers
-// finished n messages: twice that, for the workers may have waited for
-// the claim and will be quicker with messages at hand, but not below
-// three quarters of the window before, so that a claim during which they
-// had nothing to do does not make the next one small; at most most. With
-// slow handlers, n is 0 and the window shrinks by a quarter (at least one) each claim.
+// finished n messages: four times that, for the workers may have waited
+// for the claim and will be quicker with messages at hand, and each claim
+// is a commit that fewer, larger claims share; but not below three
+// quarters of the window before, so that a claim during which they had
+// nothing to do does not make the next one small; at most most. With slow
+// handlers, n is 0 and the window shrinks by a quarter (at least one) each
+// claim.
 func (r *runner) adjustWindow(n int) {
-	r.window = min(max(2*n, r.window*3/4), r.most)
+	r.window = min(max(4*n, r.window*3/4), r.most)
 }
 
 // claimSize is how many to claim now: the demand (at least one, as it

@@ -211,8 +211,8 @@ func TestRunDoesNotStartAHandlerOnALeaseLostWhileItWaited(t *testing.T) {
 func TestRunWindowFollowsTheHandlersPace(t *testing.T) {
 	r := newRunner(context.Background(), nil, nil, 8)
 	assert.Equal(t, 8, r.demand(), "idle: one for each worker")
-	r.adjustWindow(10) // quick handlers: 10 done during a claim
-	assert.Equal(t, 20, r.window)
+	r.adjustWindow(5) // quick handlers: 5 done during a claim
+	assert.Equal(t, 20, r.window, "four times as many")
 	r.pending.Store(20)
 	assert.Equal(t, 0, r.demand(), "8 in hand and 12 waiting: no claim yet")
 	r.pending.Store(17)

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,30 +112,23 @@ func TestLeaseStatementsReadOnlyTheirRows(t *testing.T) {
 	}
 	// With a plan made for the arguments, and with the generic plan that
 	// PostgreSQL may keep for a prepared statement after five runs. Each
-	// mode has leases of its own: the acks delete their rows.
-	for m, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		conn, err := pool.Acquire(ctx)
-		require.NoError(t, err)
-		defer conn.Release()
-		_, err = conn.Exec(ctx, "SET plan_cache_mode = "+mode)
-		require.NoError(t, err)
-		defer func() { _, _ = conn.Exec(ctx, "RESET plan_cache_mode") }()
-		ids := make([][]byte, batch)
-		tokens := make([]int64, batch)
-		for i := range ids {
-			l := leases[m*batch+i]
-			ids[i], tokens[i] = []byte(l.ID), int64(l.Token)
-		}
-		part := func(lo, hi int) func() ([][]byte, []int64) {
-			return func() ([][]byte, []int64) { return ids[lo:hi], tokens[lo:hi] }
-		}
-		none := part(0, 0)
-		// Confirm first: the ack deletes the rows.
+	// statement is rolled back.
+	ids := make([][]byte, batch)
+	tokens := make([]int64, batch)
+	for i := range ids {
+		ids[i], tokens[i] = []byte(leases[i].ID), int64(leases[i].Token)
+	}
+	part := func(lo, hi int) func() ([][]byte, []int64) {
+		return func() ([][]byte, []int64) { return ids[lo:hi], tokens[lo:hi] }
+	}
+	none := part(0, 0)
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		for _, st := range []struct {
 			name          string
 			acks, confirm func() ([][]byte, []int64)
 		}{
 			{"a lone confirmation", none, part(0, 1)},
+			{"a lone ack", part(0, 1), none},
 			{"confirmations alone", none, part(0, batch/2)},
 			{"acks and confirmations", part(0, batch/2), part(batch/2, batch)},
 			{"acks alone", part(batch/2, batch), none},
@@ -142,11 +136,7 @@ func TestLeaseStatementsReadOnlyTheirRows(t *testing.T) {
 			name := mode + ", " + st.name
 			ackIDs, ackTokens := st.acks()
 			confirmIDs, confirmTokens := st.confirm()
-			var plan []struct{ Plan planNode }
-			require.NoError(t, conn.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+s.sql.leases,
-				s.queue, ackIDs, ackTokens, confirmIDs, confirmTokens).Scan(&plan), name)
-			require.Len(t, plan, 1)
-			read := plan[0].Plan.rowsRead("timingwheel_messages")
+			read := rowsReadByPlan(t, pool, mode, s.sql.leases, s.queue, ackIDs, ackTokens, confirmIDs, confirmTokens)
 			// Each row is read by its lock, its kind's write and its join.
 			n := len(ackIDs) + len(confirmIDs)
 			assert.LessOrEqual(t, read, float64(3*n), "%s of %d leases, %d in flight: rows read", name, n, inFlight)
@@ -193,20 +183,46 @@ func TestOneMessageStatementsReadOneRow(t *testing.T) {
 			assert.Positive(t, read, name)
 		}
 	}
-	// Requeue, with every message of the queue dead.
-	_, err := pool.Exec(ctx, `UPDATE `+newNames(s.opts.schema).messages+`
-		SET state = 3, died_at = now(), deadline = NULL WHERE queue = $1`, s.queue)
+	// Every message of the queue dead but one, the oldest with the
+	// greatest IDs, and a series whose pending message is one of them.
+	names := newNames(s.opts.schema)
+	last := leases[len(leases)-1]
+	_, err := pool.Exec(ctx, `UPDATE `+names.messages+`
+		SET state = 3, deadline = NULL,
+			died_at = now() - interval '1 hour' - substring(convert_from(id, 'UTF8') FROM 2)::int * interval '1 ms'
+		WHERE queue = $1 AND id <> $2`, s.queue, []byte(last.ID))
 	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO `+names.series+` (queue, name, fingerprint, last_ns, next_ns, pending)
+		VALUES ($1, 's', '', 0, 0, $2)`, s.queue, id)
+	require.NoError(t, err)
+	const trim = 100 // the most dead letters a kill deletes by age
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		read := rowsReadByPlan(t, pool, mode, s.sql.requeue, s.queue, id, time.Now(), false, s.channel)
-		assert.LessOrEqual(t, read, float64(3), "%s, requeue, %d dead: rows read", mode, inFlight)
-		assert.Positive(t, read, mode)
+		for _, st := range []struct {
+			name string
+			most float64
+			sql  string
+			args []any
+		}{
+			{"requeue", 3, s.sql.requeue, []any{s.queue, id, time.Now(), false, s.channel}},
+			// The letters older than a second, found through the dead index,
+			// then deleted by their IDs.
+			{"kill, trimming by age", 3 + 3*trim, s.sql.kill,
+				[]any{s.queue, []byte(last.ID), int64(last.Token), []byte("e"), false, int64(0), int64(1_000_000)}},
+			{"delete series", 3, s.sql.seriesDelete, []any{s.queue, []byte("s")}},
+		} {
+			read := rowsReadByPlan(t, pool, mode, st.sql, st.args...)
+			assert.LessOrEqual(t, read, st.most, "%s, %s, %d dead: rows read", mode, st.name, inFlight-1)
+			assert.Positive(t, read, mode+", "+st.name)
+		}
 	}
 }
 
 // rowsReadByPlan runs sql with args under EXPLAIN ANALYZE in a
 // transaction that it rolls back, with plan_cache_mode set to mode, and
-// returns the rows of timingwheel_messages its plan read.
+// returns the rows of timingwheel_messages its plan read. The statement is
+// prepared and run with EXECUTE, so that force_generic_plan plans it
+// without its arguments (EXPLAIN of the statement itself would plan it
+// with them).
 func rowsReadByPlan(t *testing.T, pool *pgxpool.Pool, mode, sql string, args ...any) float64 {
 	t.Helper()
 	tx, err := pool.Begin(ctx)
@@ -214,8 +230,16 @@ func rowsReadByPlan(t *testing.T, pool *pgxpool.Pool, mode, sql string, args ...
 	defer func() { _ = tx.Rollback(ctx) }()
 	_, err = tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode)
 	require.NoError(t, err)
+	const name = "plan_test"
+	_, err = tx.Conn().Prepare(ctx, name, sql)
+	require.NoError(t, err)
+	defer func() { _ = tx.Conn().Deallocate(ctx, name) }()
+	params := make([]string, len(args))
+	for i, a := range args {
+		params[i] = sqlLiteral(t, a)
+	}
 	var plan []struct{ Plan planNode }
-	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+sql, args...).Scan(&plan))
+	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE "+name+"("+strings.Join(params, ", ")+")").Scan(&plan))
 	require.Len(t, plan, 1)
 	root := plan[0].Plan
 	read := root.rowsRead("timingwheel_messages")
@@ -223,4 +247,36 @@ func rowsReadByPlan(t *testing.T, pool *pgxpool.Pool, mode, sql string, args ...
 		read += (root.ActualRows + root.Filtered) * root.ActualLoops // a scan alone
 	}
 	return read
+}
+
+// sqlLiteral writes a as an SQL literal, for EXECUTE, which takes no
+// parameters of its own.
+func sqlLiteral(t *testing.T, a any) string {
+	t.Helper()
+	switch v := a.(type) {
+	case string:
+		return "'" + strings.ReplaceAll(v, "'", "''") + "'"
+	case []byte:
+		return fmt.Sprintf("'\\x%x'::bytea", v)
+	case int64:
+		return fmt.Sprint(v)
+	case bool:
+		return fmt.Sprint(v)
+	case time.Time:
+		return "'" + v.UTC().Format(time.RFC3339Nano) + "'::timestamptz"
+	case [][]byte:
+		items := make([]string, len(v))
+		for i, b := range v {
+			items[i] = sqlLiteral(t, b)
+		}
+		return "ARRAY[" + strings.Join(items, ", ") + "]::bytea[]"
+	case []int64:
+		items := make([]string, len(v))
+		for i, n := range v {
+			items[i] = fmt.Sprint(n)
+		}
+		return "ARRAY[" + strings.Join(items, ", ") + "]::bigint[]"
+	}
+	t.Fatalf("no SQL literal for %T", a)
+	return ""
 }

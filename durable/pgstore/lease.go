@@ -53,7 +53,10 @@ SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM nt)`
 // letters (see WithDeadLetterRetention): up to 100 of the oldest beyond
 // $6 (0: no limit; counting them reads the dead index of the queue) and
 // up to 100 dead longer than $7 µs ago (0: no limit). The message that
-// dies is not among them: the statement does not see it dead.
+// dies is not among them: the statement does not see it dead. gone
+// names the letters it deletes as one array of IDs, and the queue as a
+// value the planner does not see (see leasesSQL), so that it finds them
+// by the primary key, not by a scan of the queue.
 //
 //	$1 queue, $2 id, $3 token, $4 error text, $5 only if expired, $6 max
 //	count, $7 max age (µs)
@@ -69,7 +72,7 @@ u AS (
 ),
 gone AS (
 	DELETE FROM {T} d
-	WHERE d.queue = $1::text AND d.state = 3 AND EXISTS (SELECT 1 FROM u) AND d.id IN (
+	WHERE d.queue = (SELECT $1::text) AND d.state + 0 = 3 AND EXISTS (SELECT 1 FROM u) AND d.id = ANY (ARRAY(
 		(SELECT o.id FROM {T} o WHERE o.queue = $1::text AND o.state = 3
 			ORDER BY o.died_at, o.seq
 			LIMIT CASE WHEN $6::bigint > 0 THEN greatest(0, least(100,
@@ -77,7 +80,7 @@ gone AS (
 		UNION
 		(SELECT o.id FROM {T} o WHERE o.queue = $1::text AND o.state = 3 AND $7::bigint > 0
 			AND o.died_at < (SELECT now FROM n) - $7::bigint * interval '1 microsecond'
-			ORDER BY o.died_at, o.seq LIMIT 100))
+			ORDER BY o.died_at, o.seq LIMIT 100)))
 	RETURNING 1
 )
 SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM gone)`

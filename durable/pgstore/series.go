@@ -47,12 +47,14 @@ WHERE queue = $1::text ORDER BY name`
 
 // seriesDeleteSQL deletes the series $2 and cancels its pending message
 // as cancelSQL does (unless it is in flight and handed out), in one
-// statement; it returns whether there was a series.
+// statement; it returns whether there was a series. c names the message
+// as one value, not a join with d, so that the planner finds it by the
+// whole primary key, not by a scan of the queue.
 const seriesDeleteSQL = `WITH d AS (
 	DELETE FROM {SER} WHERE queue = $1::text AND name = $2::bytea RETURNING pending
 ),
 c AS (
-	DELETE FROM {T} t USING d WHERE t.queue = $1::text AND t.id = d.pending AND (t.state <> 2 OR t.held)
+	DELETE FROM {T} t WHERE t.queue = $1::text AND t.id = (SELECT d.pending FROM d) AND (t.state <> 2 OR t.held)
 	RETURNING 1
 )
 SELECT (SELECT count(*) FROM d) > 0, (SELECT count(*) FROM c)`

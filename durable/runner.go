@@ -161,7 +161,7 @@ func (r *runner) done() {
 // worker makes the store's write rate the queue's delivery rate. Run's
 // dispatcher claims instead for every worker idle at once, plus a window
 // of messages for the workers that will finish while the claim is under
-// way: about as many as finished during the previous claims (see
+// way: a few times as many as finished during the previous claims (see
 // adjustWindow). With quick handlers the window grows and the claims
 // carry many messages each; with slow ones it falls to nothing, and no
 // message waits in Run for long. The window is bounded

@@ -53,10 +53,18 @@ SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM nt)`
 // letters (see WithDeadLetterRetention): up to 100 of the oldest beyond
 // $6 (0: no limit; counting them reads the dead index of the queue) and
 // up to 100 dead longer than $7 µs ago (0: no limit). The message that
-// dies is not among them: the statement does not see it dead. gone
-// names the letters it deletes as one array of IDs, and the queue as a
-// value the planner does not see (see leasesSQL), so that it finds them
-// by the primary key, not by a scan of the queue.
+// dies is not among them: the statement does not see it dead.
+//
+// The trim takes only the letters nobody holds (SKIP LOCKED), so that the
+// statement, which holds the dying message's row, never waits for another
+// row: a transaction that holds a dead letter and waits for the dying
+// message (an EnqueueTx replacing both) would otherwise deadlock with it.
+// A letter skipped is trimmed by a later death; oldest picks the letters
+// beyond the count before it skips any, so that it never deletes a newer
+// one in place of one skipped. gone names the letters by
+// their IDs, and the queue as a value the planner does not see (see
+// leasesSQL), so that it finds them by the primary key, not by a scan of
+// the queue.
 //
 //	$1 queue, $2 id, $3 token, $4 error text, $5 only if expired, $6 max
 //	count, $7 max age (µs)
@@ -70,17 +78,25 @@ u AS (
 		AND (NOT $5::boolean OR t.deadline <= n.now)
 	RETURNING 1
 ),
+oldest AS MATERIALIZED (
+	SELECT d.id FROM {T} d
+	WHERE d.queue = (SELECT $1::text) AND d.state + 0 = 3 AND d.id = ANY (ARRAY(
+		SELECT o.id FROM {T} o WHERE o.queue = $1::text AND o.state = 3 AND EXISTS (SELECT 1 FROM u)
+		ORDER BY o.died_at, o.seq
+		LIMIT CASE WHEN $6::bigint > 0 THEN greatest(0, least(100,
+			(SELECT count(*) FROM {T} c WHERE c.queue = $1::text AND c.state = 3) + 1 - $6::bigint)) ELSE 0 END))
+	FOR UPDATE SKIP LOCKED
+),
+old AS MATERIALIZED (
+	SELECT o.id FROM {T} o WHERE o.queue = $1::text AND o.state = 3 AND $7::bigint > 0 AND EXISTS (SELECT 1 FROM u)
+		AND o.died_at < (SELECT now FROM n) - $7::bigint * interval '1 microsecond'
+	ORDER BY o.died_at, o.seq LIMIT 100
+	FOR UPDATE SKIP LOCKED
+),
 gone AS (
 	DELETE FROM {T} d
-	WHERE d.queue = (SELECT $1::text) AND d.state + 0 = 3 AND EXISTS (SELECT 1 FROM u) AND d.id = ANY (ARRAY(
-		(SELECT o.id FROM {T} o WHERE o.queue = $1::text AND o.state = 3
-			ORDER BY o.died_at, o.seq
-			LIMIT CASE WHEN $6::bigint > 0 THEN greatest(0, least(100,
-				(SELECT count(*) FROM {T} c WHERE c.queue = $1::text AND c.state = 3) + 1 - $6::bigint)) ELSE 0 END)
-		UNION
-		(SELECT o.id FROM {T} o WHERE o.queue = $1::text AND o.state = 3 AND $7::bigint > 0
-			AND o.died_at < (SELECT now FROM n) - $7::bigint * interval '1 microsecond'
-			ORDER BY o.died_at, o.seq LIMIT 100)))
+	WHERE d.queue = (SELECT $1::text) AND d.state + 0 = 3
+		AND d.id = ANY (ARRAY(SELECT id FROM oldest UNION SELECT id FROM old))
 	RETURNING 1
 )
 SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM gone)`

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -128,6 +129,50 @@ func TestDeadLetterRetention(t *testing.T) {
 		kill(s, fmt.Sprint(i))
 	}
 	assert.Len(t, dead(s), 5, "no limit")
+}
+
+// A death that trims the dead letters skips one that another transaction
+// holds, rather than wait for it while it holds the dying message's row:
+// that transaction may be waiting for the dying message in turn (an
+// EnqueueTx that replaces both), and one of the two would fail with
+// "deadlock detected". A later death trims what it skipped.
+func TestDeathSkipsLettersOthersHold(t *testing.T) {
+	s := newStore(t, WithDeadLetterRetention(2, 0))
+	kill := func(id string) error {
+		t.Helper()
+		require.NoError(t, s.Enqueue(ctx, []durable.Message{msg(id, time.Time{})}))
+		c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, c.Leases, 1)
+		waited, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return s.Retry(waited, id, c.Leases[0].Token, durable.RetryParams{Dead: true})
+	}
+	dead := func() []string {
+		t.Helper()
+		dl, err := s.DeadLetters(ctx, 100)
+		require.NoError(t, err)
+		var ids []string
+		for _, m := range dl {
+			ids = append(ids, m.ID)
+		}
+		return ids
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		require.NoError(t, kill(id))
+	}
+	require.Equal(t, []string{"b", "c"}, dead(), "the newest two")
+
+	tx, err := s.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	require.NoError(t, s.EnqueueTx(ctx, tx, msg("b", time.Time{})), "holds the dead letter b")
+	require.NoError(t, kill("d"), "the death of d waited for the transaction that holds b")
+	require.NoError(t, tx.Rollback(ctx))
+	assert.Equal(t, []string{"b", "c", "d"}, dead(), "b was skipped")
+
+	require.NoError(t, kill("e"))
+	assert.Equal(t, []string{"d", "e"}, dead(), "the next death trims what the last skipped")
 }
 
 // TestClaimBytes: a claim stops at about 4 MiB of payloads, the first

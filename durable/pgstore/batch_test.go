@@ -293,6 +293,64 @@ func TestConcurrentEnqueuesShareStatements(t *testing.T) {
 	assert.Equal(t, before+1, counter.n.Load(), "a lone call is one statement")
 }
 
+// holdingTracer holds the first statement whose text contains marker
+// until release is closed, and closes started when it comes. The marker
+// of an enqueue is "excluded.payload": "INSERT INTO" would hold the
+// insert of a new store's migration.
+type holdingTracer struct {
+	marker           string
+	held             atomic.Bool
+	started, release chan struct{}
+}
+
+func (h *holdingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, h.marker) && h.held.CompareAndSwap(false, true) {
+		close(h.started)
+		<-h.release
+	}
+	return ctx
+}
+
+func (h *holdingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// An Enqueue of aloneEnqueue messages or more runs its own statement: it
+// is written while the statement of a small call is held, and a small
+// call that arrives meanwhile still waits to share the next.
+func TestLargeEnqueuesDoNotWaitForOthers(t *testing.T) {
+	h := &holdingTracer{marker: "excluded.payload", started: make(chan struct{}), release: make(chan struct{})}
+	s := openStore(t, tracedPool(t, h), freshQueue())
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(h.release) }) }
+	t.Cleanup(release) // before the pool closes, if the test fails early
+
+	first := make(chan error, 1)
+	go func() { first <- s.Enqueue(ctx, []durable.Message{{ID: "small"}}) }()
+	<-h.started
+	second := make(chan error, 1)
+	go func() { second <- s.Enqueue(ctx, []durable.Message{{ID: "small too"}}) }()
+	require.Eventually(t, func() bool { return s.enqueues.Waiting() == 1 }, 10*time.Second, time.Millisecond,
+		"a small call waits for the one held")
+
+	large := make([]durable.Message, aloneEnqueue)
+	for i := range large {
+		large[i] = durable.Message{ID: fmt.Sprint("large ", i)}
+	}
+	waited, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	require.NoError(t, s.Enqueue(waited, large), "the large call waited for the held one")
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, aloneEnqueue, st.Pending, "the large call is written, the small ones not yet")
+	assert.Equal(t, 1, s.enqueues.Waiting())
+
+	release()
+	require.NoError(t, <-first)
+	require.NoError(t, <-second)
+	st, err = s.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, aloneEnqueue+2, st.Pending)
+}
+
 // A statement of acks and confirmations and an Enqueue that replaces
 // some of the same messages lock their rows in one order (by ID), so
 // neither waits for the other in a cycle: PostgreSQL would abort one of

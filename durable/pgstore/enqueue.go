@@ -89,6 +89,12 @@ nt AS MATERIALIZED (
 )
 SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM nt)`
 
+// aloneEnqueue is the size from which an Enqueue call runs its own
+// statement at once rather than waiting to share one: such a call gains
+// little by sharing, and several of them run side by side on the server's
+// cores, where shared statements run one at a time.
+const aloneEnqueue = 64
+
 // A querier runs statements: the pool, or a transaction.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
@@ -98,8 +104,8 @@ type querier interface {
 // writing any, and writes them with one statement, or, for a batch of
 // more than 1000 messages or 16 MiB, with several in one transaction. Of
 // messages of the same ID in msgs the last is written, as two calls would.
-// Calls made at the same time share a statement (see coalesce.Coalescer): each is
-// still written whole or not at all.
+// Calls of fewer than 64 messages made at the same time share a statement
+// (see coalesce.Coalescer): each is still written whole or not at all.
 func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 	if err := s.check(); err != nil {
 		return err
@@ -109,6 +115,9 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 		return err
 	}
 	if len(batches) == 1 {
+		if len(batches[0].ids) >= aloneEnqueue {
+			return wrap("enqueue", s.enqueue(ctx, s.pool, batches[0]))
+		}
 		return s.enqueues.Do(ctx, batches[0])
 	}
 	return wrap("enqueue", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

@@ -319,36 +319,8 @@ func (h *holdingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQuery
 func TestLargeEnqueuesDoNotWaitForOthers(t *testing.T) {
 	h := &holdingTracer{marker: "excluded.payload", started: make(chan struct{}), release: make(chan struct{})}
 	s := openStore(t, tracedPool(t, h), freshQueue())
-	var releaseOnce sync.Once
-	release := func() { releaseOnce.Do(func() { close(h.release) }) }
-	t.Cleanup(release) // before the pool closes, if the test fails early
-
-	first := make(chan error, 1)
-	go func() { first <- s.Enqueue(ctx, []durable.Message{{ID: "small"}}) }()
-	<-h.started
-	second := make(chan error, 1)
-	go func() { second <- s.Enqueue(ctx, []durable.Message{{ID: "small too"}}) }()
-	require.Eventually(t, func() bool { return s.enqueues.Waiting() == 1 }, 10*time.Second, time.Millisecond,
-		"a small call waits for the one held")
-
-	large := make([]durable.Message, aloneEnqueue)
-	for i := range large {
-		large[i] = durable.Message{ID: fmt.Sprint("large ", i)}
-	}
-	waited, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	require.NoError(t, s.Enqueue(waited, large), "the large call waited for the held one")
-	st, err := s.Stats(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, aloneEnqueue, st.Pending, "the large call is written, the small ones not yet")
-	assert.Equal(t, 1, s.enqueues.Waiting())
-
-	release()
-	require.NoError(t, <-first)
-	require.NoError(t, <-second)
-	st, err = s.Stats(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, aloneEnqueue+2, st.Pending)
+	var once sync.Once
+	leasetest.LargeEnqueueAlone(t, s, aloneEnqueue, h.started, func() { once.Do(func() { close(h.release) }) }, s.enqueues.Waiting)
 }
 
 // A statement of acks and confirmations and an Enqueue that replaces

@@ -92,24 +92,40 @@ func TestLargeBatch(t *testing.T) {
 
 // TestDeadLetterRetention: a death deletes the oldest dead letters beyond
 // the count, and those older than the age.
+// die enqueues a message of ID id due now to s, which holds no other
+// pending, claims it and makes it dead, and returns the error of that
+// Retry, which has 5 seconds.
+func die(t *testing.T, s *Store, id string) error {
+	t.Helper()
+	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg(id, time.Time{})}))
+	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 1)
+	waited, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return s.Retry(waited, id, c.Leases[0].Token, durable.RetryParams{Dead: true, Error: "dead"})
+}
+
+// deadIDs returns the IDs of the dead letters of s, oldest first.
+func deadIDs(t *testing.T, s *Store) []string {
+	t.Helper()
+	dl, err := s.DeadLetters(ctx, 100)
+	require.NoError(t, err)
+	var ids []string
+	for _, m := range dl {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
 func TestDeadLetterRetention(t *testing.T) {
 	kill := func(s *Store, id string) {
 		t.Helper()
-		require.NoError(t, s.Enqueue(ctx, []durable.Message{msg(id, time.Time{})}))
-		c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
-		require.NoError(t, err)
-		require.Len(t, c.Leases, 1)
-		require.NoError(t, s.Retry(ctx, id, c.Leases[0].Token, durable.RetryParams{Dead: true, Error: "dead"}))
+		require.NoError(t, die(t, s, id))
 	}
 	dead := func(s *Store) []string {
 		t.Helper()
-		dl, err := s.DeadLetters(ctx, 100)
-		require.NoError(t, err)
-		var out []string
-		for _, m := range dl {
-			out = append(out, m.ID)
-		}
-		return out
+		return deadIDs(t, s)
 	}
 
 	s := newStore(t, WithDeadLetterRetention(3, 0))
@@ -138,26 +154,8 @@ func TestDeadLetterRetention(t *testing.T) {
 // "deadlock detected". A later death trims what it skipped.
 func TestDeathSkipsLettersOthersHold(t *testing.T) {
 	s := newStore(t, WithDeadLetterRetention(2, 0))
-	kill := func(id string) error {
-		t.Helper()
-		require.NoError(t, s.Enqueue(ctx, []durable.Message{msg(id, time.Time{})}))
-		c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
-		require.NoError(t, err)
-		require.Len(t, c.Leases, 1)
-		waited, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		return s.Retry(waited, id, c.Leases[0].Token, durable.RetryParams{Dead: true})
-	}
-	dead := func() []string {
-		t.Helper()
-		dl, err := s.DeadLetters(ctx, 100)
-		require.NoError(t, err)
-		var ids []string
-		for _, m := range dl {
-			ids = append(ids, m.ID)
-		}
-		return ids
-	}
+	kill := func(id string) error { return die(t, s, id) }
+	dead := func() []string { return deadIDs(t, s) }
 	for _, id := range []string{"a", "b", "c"} {
 		require.NoError(t, kill(id))
 	}

@@ -348,30 +348,6 @@ func TestLargeEnqueuesDoNotWaitForOthers(t *testing.T) {
 		}
 		return next(ctx, cmd)
 	}))
-	first := make(chan error, 1)
-	go func() { first <- s.Enqueue(ctx, []durable.Message{{ID: "small"}}) }()
-	<-started
-	second := make(chan error, 1)
-	go func() { second <- s.Enqueue(ctx, []durable.Message{{ID: "small too"}}) }()
-	require.Eventually(t, func() bool { return s.enqueues.Waiting() == 1 }, 10*time.Second, time.Millisecond,
-		"a small call waits for the one held")
-
-	large := make([]durable.Message, aloneEnqueue)
-	for i := range large {
-		large[i] = durable.Message{ID: fmt.Sprint("large ", i)}
-	}
-	waited, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	require.NoError(t, s.Enqueue(waited, large), "the large call waited for the held one")
-	n, err := c.ZCard(ctx, s.shards[0].keys[keyPending]).Result()
-	require.NoError(t, err)
-	assert.EqualValues(t, aloneEnqueue, n, "the large call is written, the small ones not yet")
-	assert.Equal(t, 1, s.enqueues.Waiting())
-
-	close(release)
-	require.NoError(t, <-first)
-	require.NoError(t, <-second)
-	n, err = c.ZCard(ctx, s.shards[0].keys[keyPending]).Result()
-	require.NoError(t, err)
-	assert.EqualValues(t, aloneEnqueue+2, n)
+	var once sync.Once
+	leasetest.LargeEnqueueAlone(t, s, aloneEnqueue, started, func() { once.Do(func() { close(release) }) }, s.enqueues.Waiting)
 }

@@ -1,6 +1,7 @@
-// Package leasetest holds a scenario that the stores on a server (pgstore,
+// Package leasetest holds scenarios that the stores on a server (pgstore,
 // redisstore) run in their tests of shared round trips: acks and
-// confirmations made at the same time, each with its own outcome.
+// confirmations made at the same time, each with its own outcome, and
+// large enqueues that do not wait to share one.
 package leasetest
 
 import (

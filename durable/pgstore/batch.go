@@ -33,11 +33,12 @@ import (
 // or handed out with true, and of each confirmation it refused while the
 // queue is paused with false (see durable.ErrPaused): then it leaves those
 // claimed ahead and not confirmed yet as they are. A lease that is not
-// current matches no row. l locks the rows in ID order first, whatever
-// plan reads them after, as an Enqueue locks its rows: two statements of
-// many rows never wait for each other in opposite orders. A row that
-// another transaction changed after the statement's snapshot is locked,
-// and read, at its new version, which the writes then change.
+// current matches no row. l locks the rows in ID order, as an Enqueue
+// locks its rows, and the writes change only rows that l locked, so the
+// statement waits only in l: two statements of many rows never wait for
+// each other in opposite orders. A row that another transaction changed
+// after the statement's snapshot is locked, and read, at its new version,
+// which the writes then change.
 const leasesSQL = `WITH p AS MATERIALIZED (
 	SELECT EXISTS (SELECT 1 FROM {QUEUES} q WHERE q.queue = $1::text AND q.paused) AS paused
 ),

@@ -26,10 +26,10 @@ import (
 // the batch is atomic within each shard only (see WithShards).
 //
 // Calls of fewer than 64 messages made at the same time share a round
-// trip (see coalesce.Coalescer):
-// each is written all or none, as if the calls had been made one after
-// the other, and each caller gets the outcome of the round trip, on Redis
-// Cluster the outcome for the shards of its own messages.
+// trip (see coalesce.Coalescer): each is written all or none, as if the
+// calls had been made one after the other, and each caller gets the
+// outcome of the round trip, on Redis Cluster the outcome for the shards
+// of its own messages.
 //
 // Each round trip has a random nonce, stored with the messages it writes:
 // if go-redis sends the call again because its reply was lost, the

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -382,4 +383,106 @@ func TestLeasesAndEnqueuesNeverDeadlock(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
+}
+
+// callKey marks the context of a call for splitTracer, and enqueueKey
+// that of an enqueue statement.
+type callKey struct{}
+type enqueueKey struct{}
+
+// splitTracer watches the enqueue statements of two calls, whose contexts
+// carry callKey "A" and "B": it signals when A's first statement ends, and
+// holds A's second until B's first has ended, or for half a second.
+type splitTracer struct {
+	mu                       sync.Mutex
+	aStarted                 int
+	aFirstEnded, bFirstEnded chan struct{}
+	aOnce, bOnce             sync.Once
+}
+
+func (s *splitTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if !strings.Contains(d.SQL, "excluded.payload") {
+		return ctx
+	}
+	ctx = context.WithValue(ctx, enqueueKey{}, true)
+	if ctx.Value(callKey{}) != "A" {
+		return ctx
+	}
+	s.mu.Lock()
+	s.aStarted++
+	second := s.aStarted == 2
+	s.mu.Unlock()
+	if second {
+		select {
+		case <-s.bFirstEnded:
+		case <-time.After(500 * time.Millisecond): // B waits for A: let A go on
+		}
+	}
+	return ctx
+}
+
+func (s *splitTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	if ctx.Value(enqueueKey{}) == nil {
+		return
+	}
+	switch ctx.Value(callKey{}) {
+	case "A":
+		s.aOnce.Do(func() { close(s.aFirstEnded) })
+	case "B":
+		s.bOnce.Do(func() { close(s.bFirstEnded) })
+	}
+}
+
+// Two calls that each take several statements, over the same IDs in
+// crossing orders, lock their rows in one order (by ID, over the whole
+// call), so neither waits for the other in a cycle: each statement of
+// the first call has ended before the second starts (splitTracer), which,
+// with the statements in the calls' own orders, deadlocked them.
+func TestSplitEnqueuesNeverDeadlock(t *testing.T) {
+	h := &splitTracer{aFirstEnded: make(chan struct{}), bFirstEnded: make(chan struct{})}
+	s := openStore(t, tracedPool(t, h), freshQueue())
+	xs := make([]durable.Message, maxEnqueueRows)
+	ys := make([]durable.Message, maxEnqueueRows)
+	for i := range xs {
+		xs[i] = durable.Message{ID: fmt.Sprintf("a%04d", i), Payload: []byte("x")}
+		ys[i] = durable.Message{ID: fmt.Sprintf("b%04d", i), Payload: []byte("y")}
+	}
+	errA := make(chan error, 1)
+	go func() {
+		errA <- s.Enqueue(context.WithValue(ctx, callKey{}, "A"), append(slices.Clone(xs), ys...))
+	}()
+	<-h.aFirstEnded
+	errB := s.Enqueue(context.WithValue(ctx, callKey{}, "B"), append(slices.Clone(ys), xs...))
+	require.NoError(t, <-errA)
+	require.NoError(t, errB)
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2*maxEnqueueRows, st.Pending)
+}
+
+// A call that takes several statements keeps its own order among
+// messages of equal due times, though its statements take the messages in
+// ID order.
+func TestSplitEnqueueKeepsTheCallsOrder(t *testing.T) {
+	s := newStore(t)
+	due := time.Now().Add(-time.Second)
+	msgs := make([]durable.Message, maxEnqueueRows+maxEnqueueRows/2)
+	for i := range msgs {
+		msgs[i] = durable.Message{ID: fmt.Sprintf("m%05d", len(msgs)-i), Due: due} // IDs in descending order
+	}
+	require.NoError(t, s.Enqueue(ctx, msgs))
+	var got []string
+	for len(got) < len(msgs) {
+		c, err := s.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
+		require.NoError(t, err)
+		require.NotEmpty(t, c.Leases)
+		for _, l := range c.Leases {
+			got = append(got, l.ID)
+		}
+	}
+	want := make([]string, len(msgs))
+	for i, m := range msgs {
+		want[i] = m.ID
+	}
+	assert.Equal(t, want, got)
 }

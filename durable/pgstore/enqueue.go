@@ -1,10 +1,12 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
@@ -35,12 +37,15 @@ const headSQL = `head AS MATERIALIZED (
 // greater one); a lease on it is lost, since it is no longer in flight.
 //
 //	$1 queue, $2 ids, $3 payloads, $4 due times, $5 whether each is due
-//	now (a zero Due), $6 the channel
+//	now (a zero Due), $6 the channel, $7 the seq of each, or NULL to draw
+//	them in the order of the arrays
 //	returns the messages written, and whether it notified
 const enqueueSQL = `WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
 m AS MATERIALIZED (
-	SELECT i.id, i.payload, CASE WHEN i.isnow THEN n.now ELSE i.due END AS due, n.now AS now, nextval({SEQ}) AS seq
-	FROM unnest($2::bytea[], $3::bytea[], $4::timestamptz[], $5::boolean[]) WITH ORDINALITY AS i(id, payload, due, isnow, ord)
+	SELECT i.id, i.payload, CASE WHEN i.isnow THEN n.now ELSE i.due END AS due, n.now AS now,
+		coalesce(i.seq, nextval({SEQ})) AS seq
+	FROM unnest($2::bytea[], $3::bytea[], $4::timestamptz[], $5::boolean[], $7::bigint[])
+		WITH ORDINALITY AS i(id, payload, due, isnow, seq, ord)
 	CROSS JOIN n
 	ORDER BY i.ord
 ),
@@ -59,6 +64,9 @@ nt AS MATERIALIZED (
 			AND transaction_timestamp() < statement_timestamp())
 )
 SELECT (SELECT count(*) FROM w), (SELECT count(*) FROM nt)`
+
+// seqsSQL draws $1 values of the seq sequence, in order.
+const seqsSQL = `SELECT ARRAY(SELECT nextval({SEQ}) FROM generate_series(1, $1::int))`
 
 // cancelSQL deletes the message unless it is in flight and handed out,
 // and says whether it did, and whether the message exists (then in flight).
@@ -102,7 +110,8 @@ type querier interface {
 
 // Enqueue implements durable.Store. It validates every message before
 // writing any, and writes them with one statement, or, for a batch of
-// more than 1000 messages or 16 MiB, with several in one transaction. Of
+// more than 1000 messages or 16 MiB, with several in one transaction,
+// which take the messages in ID order (see enqueueInIDOrder). Of
 // messages of the same ID in msgs the last is written, as two calls would.
 // Calls of fewer than 64 messages made at the same time share a statement
 // (see coalesce.Coalescer): each is still written whole or not at all.
@@ -121,12 +130,7 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 		return s.enqueues.Do(ctx, batches[0])
 	}
 	return wrap("enqueue", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		for _, b := range batches {
-			if err := s.enqueue(ctx, tx, b); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.enqueueInIDOrder(ctx, tx, batches)
 	}))
 }
 
@@ -157,12 +161,13 @@ func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, msgs ...durable.Messag
 	if err != nil {
 		return err
 	}
-	for _, b := range batches {
-		if err := s.enqueue(ctx, tx, b); err != nil {
-			return wrapTx(err)
-		}
+	switch len(batches) {
+	case 0:
+		return nil
+	case 1:
+		return wrapTx(s.enqueue(ctx, tx, batches[0]))
 	}
-	return nil
+	return wrapTx(s.enqueueInIDOrder(ctx, tx, batches))
 }
 
 // An enqueueBatch is the arguments of one enqueueSQL.
@@ -170,7 +175,62 @@ type enqueueBatch struct {
 	ids, payloads [][]byte
 	dues          []time.Time
 	now           []bool
+	seqs          []int64 // nil: the statement draws them
 	bytes         int
+}
+
+// enqueueInIDOrder writes batches, the statements of one call in the
+// order of its messages, on q, a transaction: in statements that take the
+// messages in ID order, each with the seq it has in the call's order
+// (drawn first, in one statement). So two calls that each take several
+// statements lock their rows in one order, as the statement of a single
+// call does, and never wait for each other in a cycle (PostgreSQL would
+// fail one with "deadlock detected"); and messages of equal due times
+// keep the order of the call.
+func (s *Store) enqueueInIDOrder(ctx context.Context, q querier, batches []*enqueueBatch) error {
+	n := 0
+	for _, b := range batches {
+		n += len(b.ids)
+	}
+	var seqs []int64
+	if err := q.QueryRow(ctx, s.sql.seqs, n).Scan(&seqs); err != nil {
+		return err
+	}
+	if len(seqs) != n {
+		return fmt.Errorf("drew %d seqs of %d", len(seqs), n)
+	}
+	type row struct {
+		b *enqueueBatch
+		i int
+	}
+	rows := make([]row, 0, n)
+	for _, b := range batches {
+		b.seqs = make([]int64, len(b.ids))
+		for i := range b.ids {
+			b.seqs[i], seqs = seqs[0], seqs[1:]
+			rows = append(rows, row{b, i})
+		}
+	}
+	slices.SortFunc(rows, func(x, y row) int { return bytes.Compare(x.b.ids[x.i], y.b.ids[y.i]) })
+	var stmt *enqueueBatch
+	for _, r := range rows {
+		payload := r.b.payloads[r.i]
+		if stmt == nil || !stmt.fits(len(payload)) {
+			if stmt != nil {
+				if err := s.enqueue(ctx, q, stmt); err != nil {
+					return err
+				}
+			}
+			stmt = &enqueueBatch{seqs: []int64{}}
+		}
+		stmt.ids = append(stmt.ids, r.b.ids[r.i])
+		stmt.payloads = append(stmt.payloads, payload)
+		stmt.dues = append(stmt.dues, r.b.dues[r.i])
+		stmt.now = append(stmt.now, r.b.now[r.i])
+		stmt.seqs = append(stmt.seqs, r.b.seqs[r.i])
+		stmt.bytes += len(payload)
+	}
+	return s.enqueue(ctx, q, stmt)
 }
 
 // enqueueBatches validates msgs, keeps the last message of each ID, and
@@ -213,7 +273,7 @@ func (b *enqueueBatch) add(m *durable.Message) {
 // enqueue runs one enqueueSQL on q.
 func (s *Store) enqueue(ctx context.Context, q querier, b *enqueueBatch) error {
 	var written, notified int64
-	err := q.QueryRow(ctx, s.sql.enqueue, s.queue, b.ids, b.payloads, b.dues, b.now, s.channel).Scan(&written, &notified)
+	err := q.QueryRow(ctx, s.sql.enqueue, s.queue, b.ids, b.payloads, b.dues, b.now, s.channel, b.seqs).Scan(&written, &notified)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,8 @@ import (
 // statements are the SQL texts of a store, for its schema. pgx prepares
 // and caches each on every connection it runs on.
 type statements struct {
-	enqueue, cancel, requeue    string
+	enqueue, seqs, cancel       string
+	requeue                     string
 	claim, expired              string
 	leases, extend, retry, kill string
 	get, deadLetters, stats     string
@@ -24,6 +25,7 @@ type statements struct {
 func newStatements(n names) statements {
 	st := statements{
 		enqueue:     n.expand(enqueueSQL),
+		seqs:        n.expand(seqsSQL),
 		cancel:      n.expand(cancelSQL),
 		requeue:     n.expand(requeueSQL),
 		claim:       n.expand(claimSQL),

@@ -36,14 +36,13 @@ const settleTimeout = 10 * time.Second
 // expired while the process was stalled), h's ctx is cancelled. When ctx ends, Run stops receiving and returns once every running handler has returned.
 // It returns ErrClosed on a closed queue and an error for workers < 1 or a nil h.
 //
-// Run claims for its workers in batches: as
-// many due messages at once as it has workers idle, plus, when handlers
-// are quick, up to four times as many as they finished during the
-// previous claim,
-// with one store call (one round trip to a server). A message claimed
-// beyond the idle workers waits in Run for the next free worker: about
-// one claim's time while handlers keep that pace, never more than four
-// per worker in all. Such a message is claimed held (see Store.Claim):
+// Run claims for its workers in batches: as many due messages at once as
+// it has workers idle, plus, when handlers are quick, up to four times as
+// many as they finished during the previous claim, with one store call
+// (one round trip to a server). A message claimed beyond the idle workers
+// waits in Run for the next free worker: up to about three claims' time
+// while handlers keep that pace, and never more than four messages per
+// worker wait in all. Such a message is claimed held (see Store.Claim):
 // it is not handed out yet, so an Enqueue or a Cancel of it, from any
 // process, that returns before a worker takes it wins, as it does
 // against a message claimed ahead (see Receive): Cancel succeeds, and

@@ -208,6 +208,10 @@ func TestOneMessageStatementsReadOneRow(t *testing.T) {
 			// then deleted by their IDs.
 			{"kill, trimming by age", 3 + 3*trim, s.sql.kill,
 				[]any{s.queue, []byte(last.ID), int64(last.Token), []byte("e"), false, int64(0), int64(1_000_000)}},
+			// A kill of a lease no longer current kills nothing, and
+			// neither counts nor trims the letters.
+			{"kill of a stale lease, trimming by count", 3, s.sql.kill,
+				[]any{s.queue, []byte(last.ID), int64(last.Token) + 1, []byte("e"), false, int64(10), int64(0)}},
 			{"delete series", 3, s.sql.seriesDelete, []any{s.queue, []byte("s")}},
 		} {
 			read := rowsReadByPlan(t, pool, mode, st.sql, st.args...)

@@ -125,6 +125,9 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 	}
 	if len(batches) == 1 {
 		if len(batches[0].ids) >= aloneEnqueue {
+			if err := ctx.Err(); err != nil {
+				return err // as a shared statement's call returns it
+			}
 			return wrap("enqueue", s.enqueue(ctx, s.pool, batches[0]))
 		}
 		return s.enqueues.Do(ctx, batches[0])

@@ -61,7 +61,9 @@ SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM nt)`
 // message (an EnqueueTx replacing both) would otherwise deadlock with it.
 // A letter skipped is trimmed by a later death; oldest picks the letters
 // beyond the count before it skips any, so that it never deletes a newer
-// one in place of one skipped. gone names the letters by
+// one in place of one skipped; nothing is counted or locked when no
+// message died (the EXISTS on u comes first, before the count that the
+// limit needs). gone names the letters by
 // their IDs, and the queue as a value the planner does not see (see
 // leasesSQL), so that it finds them by the primary key, not by a scan of
 // the queue.
@@ -80,8 +82,8 @@ u AS (
 ),
 oldest AS MATERIALIZED (
 	SELECT d.id FROM {T} d
-	WHERE d.queue = (SELECT $1::text) AND d.state + 0 = 3 AND d.id = ANY (ARRAY(
-		SELECT o.id FROM {T} o WHERE o.queue = $1::text AND o.state = 3 AND EXISTS (SELECT 1 FROM u)
+	WHERE EXISTS (SELECT 1 FROM u) AND d.queue = (SELECT $1::text) AND d.state + 0 = 3 AND d.id = ANY (ARRAY(
+		SELECT o.id FROM {T} o WHERE o.queue = $1::text AND o.state = 3
 		ORDER BY o.died_at, o.seq
 		LIMIT CASE WHEN $6::bigint > 0 THEN greatest(0, least(100,
 			(SELECT count(*) FROM {T} c WHERE c.queue = $1::text AND c.state = 3) + 1 - $6::bigint)) ELSE 0 END))

@@ -49,6 +49,9 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 	}
 	msgs = dedup.LastOfEachID(msgs)
 	if len(msgs) >= aloneEnqueue {
+		if err := ctx.Err(); err != nil {
+			return err // as a shared round trip's call returns it
+		}
 		return s.outcome(s.write(ctx, msgs), msgs)
 	}
 	return s.enqueues.Do(ctx, msgs)

@@ -30,6 +30,15 @@ func LargeEnqueueAlone(t *testing.T, s durable.Store, n int, started <-chan stru
 		return st.Pending
 	}
 
+	large := make([]durable.Message, n)
+	for i := range large {
+		large[i] = durable.Message{ID: fmt.Sprint("large ", i)}
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	assert.Equal(t, context.Canceled, s.Enqueue(ended, large),
+		"a large call with its context ended returns the context's error, as a shared one does")
+
 	first := make(chan error, 1)
 	go func() { first <- s.Enqueue(ctx, []durable.Message{{ID: "small"}}) }()
 	<-started
@@ -38,12 +47,8 @@ func LargeEnqueueAlone(t *testing.T, s durable.Store, n int, started <-chan stru
 	require.Eventually(t, func() bool { return waiting() == 1 }, 10*time.Second, time.Millisecond,
 		"a small call waits for the one held")
 
-	large := make([]durable.Message, n)
-	for i := range large {
-		large[i] = durable.Message{ID: fmt.Sprint("large ", i)}
-	}
-	waited, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
+	waited, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
 	require.NoError(t, s.Enqueue(waited, large), "the large call waited for the held one")
 	assert.Equal(t, n, pending(), "the large call is written, the small ones not yet")
 	assert.Equal(t, 1, waiting())

@@ -77,7 +77,9 @@ func WithoutMigrate() Option {
 // WithDeadLetterRetention bounds the dead letters of the queue: when a
 // message dies, the oldest dead letters beyond maxCount, and those dead for
 // longer than maxAge, are deleted for good (up to 100 at a time, which
-// keeps up with any rate of deaths). Zero means no limit of that kind. The
+// keeps up with any rate of deaths). A letter that another transaction
+// holds at that moment (one replacing it, say) is skipped, and deleted at
+// a later death. Zero means no limit of that kind. The
 // defaults are DefaultDeadLetterCount and DefaultDeadLetterAge
 // (durable.DefaultRetention). Every store of a queue should use the same
 // retention; each applies its own when it trims.

@@ -66,10 +66,10 @@
 //     one statement: while one statement of acks and confirmations is
 //     under way, the calls that arrive wait and then go together in the
 //     next, one statement (one commit) for up to 500 of both kinds, as a
-//     group commit does. The statement locks its rows in ID order first,
-//     as an Enqueue does, so that it cannot deadlock with another that
-//     writes many rows. A lone call waits for nothing but its own
-//     statement; each call gets its own outcome (ErrLeaseLost for a lease
+//     group commit does. The statement locks its rows in ID order before
+//     it writes them, as an Enqueue does, so that it cannot deadlock with
+//     another that writes many rows. A lone call waits for nothing but its
+//     own statement; each call gets its own outcome (ErrLeaseLost for a lease
 //     that is not current).
 //   - AdvanceSeries (Queue.Schedule): one transaction that locks the
 //     series' row. Series, ListSeries, DeleteSeries: one statement.

@@ -124,12 +124,6 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 		return err
 	}
 	if len(batches) == 1 {
-		if len(batches[0].ids) >= aloneEnqueue {
-			if err := ctx.Err(); err != nil {
-				return err // as a shared statement's call returns it
-			}
-			return wrap("enqueue", s.enqueue(ctx, s.pool, batches[0]))
-		}
 		return s.enqueues.Do(ctx, batches[0])
 	}
 	return wrap("enqueue", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -191,47 +185,30 @@ type enqueueBatch struct {
 // fail one with "deadlock detected"); and messages of equal due times
 // keep the order of the call.
 func (s *Store) enqueueInIDOrder(ctx context.Context, q querier, batches []*enqueueBatch) error {
-	n := 0
+	all := &enqueueBatch{}
 	for _, b := range batches {
-		n += len(b.ids)
+		all.append(b)
 	}
-	var seqs []int64
-	if err := q.QueryRow(ctx, s.sql.seqs, n).Scan(&seqs); err != nil {
+	if err := q.QueryRow(ctx, s.sql.seqs, len(all.ids)).Scan(&all.seqs); err != nil {
 		return err
 	}
-	if len(seqs) != n {
-		return fmt.Errorf("drew %d seqs of %d", len(seqs), n)
+	if len(all.seqs) != len(all.ids) {
+		return fmt.Errorf("drew %d seqs of %d", len(all.seqs), len(all.ids))
 	}
-	type row struct {
-		b *enqueueBatch
-		i int
+	byID := make([]int, len(all.ids))
+	for i := range byID {
+		byID[i] = i
 	}
-	rows := make([]row, 0, n)
-	for _, b := range batches {
-		b.seqs = make([]int64, len(b.ids))
-		for i := range b.ids {
-			b.seqs[i], seqs = seqs[0], seqs[1:]
-			rows = append(rows, row{b, i})
-		}
-	}
-	slices.SortFunc(rows, func(x, y row) int { return bytes.Compare(x.b.ids[x.i], y.b.ids[y.i]) })
-	var stmt *enqueueBatch
-	for _, r := range rows {
-		payload := r.b.payloads[r.i]
-		if stmt == nil || !stmt.fits(len(payload)) {
-			if stmt != nil {
-				if err := s.enqueue(ctx, q, stmt); err != nil {
-					return err
-				}
+	slices.SortFunc(byID, func(x, y int) int { return bytes.Compare(all.ids[x], all.ids[y]) })
+	stmt := &enqueueBatch{}
+	for _, i := range byID {
+		if !stmt.fits(len(all.payloads[i])) {
+			if err := s.enqueue(ctx, q, stmt); err != nil {
+				return err
 			}
-			stmt = &enqueueBatch{seqs: []int64{}}
+			stmt = &enqueueBatch{}
 		}
-		stmt.ids = append(stmt.ids, r.b.ids[r.i])
-		stmt.payloads = append(stmt.payloads, payload)
-		stmt.dues = append(stmt.dues, r.b.dues[r.i])
-		stmt.now = append(stmt.now, r.b.now[r.i])
-		stmt.seqs = append(stmt.seqs, r.b.seqs[r.i])
-		stmt.bytes += len(payload)
+		stmt.take(all, i)
 	}
 	return s.enqueue(ctx, q, stmt)
 }
@@ -259,6 +236,26 @@ func enqueueBatches(msgs []durable.Message) ([]*enqueueBatch, error) {
 // fits reports whether a message of size bytes of payload may join b.
 func (b *enqueueBatch) fits(size int) bool {
 	return len(b.ids) < maxEnqueueRows && (len(b.ids) == 0 || b.bytes+size <= maxEnqueueBytes)
+}
+
+// append adds the messages of o to b, in their order.
+func (b *enqueueBatch) append(o *enqueueBatch) {
+	b.ids = append(b.ids, o.ids...)
+	b.payloads = append(b.payloads, o.payloads...)
+	b.dues = append(b.dues, o.dues...)
+	b.now = append(b.now, o.now...)
+	b.seqs = append(b.seqs, o.seqs...)
+	b.bytes += o.bytes
+}
+
+// take adds the message at index i of o, with its seq, to b.
+func (b *enqueueBatch) take(o *enqueueBatch, i int) {
+	b.ids = append(b.ids, o.ids[i])
+	b.payloads = append(b.payloads, o.payloads[i])
+	b.dues = append(b.dues, o.dues[i])
+	b.now = append(b.now, o.now[i])
+	b.seqs = append(b.seqs, o.seqs[i])
+	b.bytes += len(o.payloads[i])
 }
 
 func (b *enqueueBatch) add(m *durable.Message) {
@@ -321,7 +318,12 @@ func (s *Store) Requeue(ctx context.Context, id string, due time.Time) error {
 // newEnqueueCoalescer returns the coalescer of the Enqueue calls of s
 // that fit one statement.
 func newEnqueueCoalescer(s *Store) *coalesce.Coalescer[*enqueueBatch] {
-	return &coalesce.Coalescer[*enqueueBatch]{Yield: true, Take: takeEnqueues, Send: func(batch []*coalesce.Call[*enqueueBatch]) { sendEnqueues(s, batch) }}
+	return &coalesce.Coalescer[*enqueueBatch]{
+		Yield: true,
+		Alone: func(b *enqueueBatch) bool { return len(b.ids) >= aloneEnqueue },
+		Take:  takeEnqueues,
+		Send:  func(batch []*coalesce.Call[*enqueueBatch]) { sendEnqueues(s, batch) },
+	}
 }
 
 // takeEnqueues picks the calls of a statement: their messages fit one
@@ -347,11 +349,7 @@ func sendEnqueues(s *Store, batch []*coalesce.Call[*enqueueBatch]) {
 	if len(batch) > 1 {
 		all = &enqueueBatch{}
 		for _, c := range batch {
-			all.ids = append(all.ids, c.Arg.ids...)
-			all.payloads = append(all.payloads, c.Arg.payloads...)
-			all.dues = append(all.dues, c.Arg.dues...)
-			all.now = append(all.now, c.Arg.now...)
-			all.bytes += c.Arg.bytes
+			all.append(c.Arg)
 		}
 	}
 	ctx, cancel := coalesce.Context(batch)

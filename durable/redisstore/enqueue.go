@@ -47,14 +47,7 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 			return err
 		}
 	}
-	msgs = dedup.LastOfEachID(msgs)
-	if len(msgs) >= aloneEnqueue {
-		if err := ctx.Err(); err != nil {
-			return err // as a shared round trip's call returns it
-		}
-		return s.outcome(s.write(ctx, msgs), msgs)
-	}
-	return s.enqueues.Do(ctx, msgs)
+	return s.enqueues.Do(ctx, dedup.LastOfEachID(msgs))
 }
 
 // aloneEnqueue is the size from which an Enqueue call makes its own
@@ -65,35 +58,38 @@ const aloneEnqueue = 64
 
 // newEnqueueCoalescer returns the coalescer of the Enqueue calls of s.
 func newEnqueueCoalescer(s *Store) *coalesce.Coalescer[[]durable.Message] {
-	return &coalesce.Coalescer[[]durable.Message]{Yield: true, Take: takeEnqueues, Send: func(batch []*coalesce.Call[[]durable.Message]) {
-		all := batch[0].Arg
-		if len(batch) > 1 {
-			all = nil
-			for _, c := range batch {
-				all = append(all, c.Arg...)
-			}
-		}
-		ctx, cancel := coalesce.Context(batch)
-		errs := s.write(ctx, all)
-		cancel()
-		for _, c := range batch {
-			c.Err = s.outcome(errs, c.Arg)
-		}
-	}}
+	return &coalesce.Coalescer[[]durable.Message]{
+		Yield: true,
+		Alone: func(msgs []durable.Message) bool { return len(msgs) >= aloneEnqueue },
+		Take:  takeEnqueues,
+		Send:  s.sendEnqueues,
+	}
 }
 
-// outcome returns the outcome of a call that wrote msgs, from the outcome
-// of each shard that write returned: on Redis Cluster, that of the shards
-// of msgs only.
-func (s *Store) outcome(errs []error, msgs []durable.Message) error {
-	if !s.cluster {
-		return wrap("enqueue", errs[0]) // one outcome for every shard
+// sendEnqueues writes the messages of the calls of batch in one round
+// trip, and gives each call its outcome.
+func (s *Store) sendEnqueues(batch []*coalesce.Call[[]durable.Message]) {
+	all := batch[0].Arg
+	if len(batch) > 1 {
+		all = nil
+		for _, c := range batch {
+			all = append(all, c.Arg...)
+		}
 	}
-	var own []error
-	for _, sh := range s.shardsOf(msgs) {
-		own = append(own, errs[sh])
+	ctx, cancel := coalesce.Context(batch)
+	errs := s.write(ctx, all)
+	cancel()
+	for _, c := range batch {
+		if !s.cluster {
+			c.Err = wrap("enqueue", errs[0]) // one outcome for every shard
+			continue
+		}
+		var own []error
+		for _, sh := range s.shardsOf(c.Arg) {
+			own = append(own, errs[sh])
+		}
+		c.Err = wrap("enqueue", errors.Join(own...))
 	}
-	return wrap("enqueue", errors.Join(own...))
 }
 
 // takeEnqueues picks the calls of a script: their messages fit one

@@ -35,6 +35,11 @@ type Coalescer[T any] struct {
 	// callers call again as soon as they are answered; not on the path of
 	// deliveries, whose lateness it would raise.
 	Yield bool
+	// Alone, if set, picks the calls to send at once, each in a batch of
+	// its own, without waiting for the batches under way or leading one:
+	// calls large enough to gain little by sharing, which then go to the
+	// server side by side rather than one batch at a time.
+	Alone func(arg T) bool
 
 	mu      sync.Mutex
 	leading bool       // a call leads a batch, or was given the lead
@@ -63,6 +68,11 @@ type Call[T any] struct {
 func (c *Coalescer[T]) Do(ctx context.Context, arg T) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if c.Alone != nil && c.Alone(arg) {
+		me := &Call[T]{Ctx: ctx, Arg: arg}
+		c.Send([]*Call[T]{me})
+		return me.Err
 	}
 	me := &Call[T]{Ctx: ctx, Arg: arg, done: make(chan struct{}), lead: make(chan struct{})}
 	c.mu.Lock()

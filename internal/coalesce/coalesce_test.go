@@ -83,6 +83,52 @@ func TestCallsArrivingMeanwhileShareTheNextBatch(t *testing.T) {
 	}
 }
 
+// A call that Alone picks is sent at once, in a batch of its own, while a
+// batch is under way; the others wait for the next batch.
+func TestAloneCallsDoNotWait(t *testing.T) {
+	first := make(chan struct{})
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var batches [][]int
+	c := &Coalescer[int]{
+		Alone: func(n int) bool { return n >= 100 },
+		Send: func(batch []*Call[int]) {
+			var args []int
+			for _, b := range batch {
+				args = append(args, b.Arg)
+			}
+			mu.Lock()
+			batches = append(batches, args)
+			n := len(batches)
+			mu.Unlock()
+			if n == 1 {
+				close(first)
+				<-release
+			}
+		},
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { assert.NoError(t, c.Do(context.Background(), 0)) })
+	<-first
+	wg.Go(func() { assert.NoError(t, c.Do(context.Background(), 1)) })
+	waitForWaiting(t, c, 1)
+	waited, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	require.NoError(t, c.Do(waited, 100), "sent while the first batch is held")
+	mu.Lock()
+	assert.Equal(t, [][]int{{0}, {100}}, batches)
+	mu.Unlock()
+	assert.Equal(t, 1, c.Waiting(), "the small call still waits")
+
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.Equal(t, context.Canceled, c.Do(ended, 200), "an ended context: not sent")
+
+	close(release)
+	wg.Wait()
+	assert.Equal(t, [][]int{{0}, {100}, {1}}, batches)
+}
+
 // Take picks a batch; the calls it leaves are sent in later batches, led
 // by the first of them.
 func TestTakeLeavesTheRestForLaterBatches(t *testing.T) {

@@ -86,81 +86,83 @@ func TestCallsArrivingMeanwhileShareTheNextBatch(t *testing.T) {
 // A call that Alone picks is sent at once, in a batch of its own, while a
 // batch is under way; the others wait for the next batch.
 func TestAloneCallsDoNotWait(t *testing.T) {
-	first := make(chan struct{})
-	release := make(chan struct{})
-	var mu sync.Mutex
-	var batches [][]int
-	c := &Coalescer[int]{
-		Alone: func(n int) bool { return n >= 100 },
-		Send: func(batch []*Call[int]) {
-			var args []int
-			for _, b := range batch {
-				args = append(args, b.Arg)
-			}
-			mu.Lock()
-			batches = append(batches, args)
-			n := len(batches)
-			mu.Unlock()
-			if n == 1 {
-				close(first)
-				<-release
-			}
-		},
-	}
+	h := newFirstHeld()
+	c := &Coalescer[int]{Alone: func(n int) bool { return n >= 100 }, Send: h.send}
 	var wg sync.WaitGroup
 	wg.Go(func() { assert.NoError(t, c.Do(context.Background(), 0)) })
-	<-first
+	<-h.first
 	wg.Go(func() { assert.NoError(t, c.Do(context.Background(), 1)) })
 	waitForWaiting(t, c, 1)
 	waited, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()
 	require.NoError(t, c.Do(waited, 100), "sent while the first batch is held")
-	mu.Lock()
-	assert.Equal(t, [][]int{{0}, {100}}, batches)
-	mu.Unlock()
+	assert.Equal(t, [][]int{{0}, {100}}, h.sent())
 	assert.Equal(t, 1, c.Waiting(), "the small call still waits")
 
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 	assert.Equal(t, context.Canceled, c.Do(ended, 200), "an ended context: not sent")
 
-	close(release)
+	close(h.release)
 	wg.Wait()
-	assert.Equal(t, [][]int{{0}, {100}, {1}}, batches)
+	assert.Equal(t, [][]int{{0}, {100}, {1}}, h.sent())
+}
+
+// firstHeld sends batches of ints: it records the arguments of each, and
+// holds the first until release is closed, closing first when it comes.
+type firstHeld struct {
+	first, release chan struct{}
+	mu             sync.Mutex
+	batches        [][]int
+}
+
+func newFirstHeld() *firstHeld {
+	return &firstHeld{first: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *firstHeld) send(batch []*Call[int]) {
+	var args []int
+	for _, b := range batch {
+		args = append(args, b.Arg)
+	}
+	h.mu.Lock()
+	h.batches = append(h.batches, args)
+	n := len(h.batches)
+	h.mu.Unlock()
+	if n == 1 {
+		close(h.first)
+		<-h.release
+	}
+}
+
+// sent returns the arguments of the batches sent so far.
+func (h *firstHeld) sent() [][]int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.batches)
 }
 
 // Take picks a batch; the calls it leaves are sent in later batches, led
 // by the first of them.
 func TestTakeLeavesTheRestForLaterBatches(t *testing.T) {
-	first := make(chan struct{})
-	release := make(chan struct{})
-	var batches [][]int
+	h := newFirstHeld()
 	c := &Coalescer[int]{
 		Take: func(waiting []*Call[int]) (batch, rest []*Call[int]) {
 			n := min(2, len(waiting))
 			return waiting[:n], waiting[n:]
 		},
-		Send: func(batch []*Call[int]) {
-			var args []int
-			for _, b := range batch {
-				args = append(args, b.Arg)
-			}
-			batches = append(batches, args)
-			if len(batches) == 1 {
-				close(first)
-				<-release
-			}
-		},
+		Send: h.send,
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { assert.NoError(t, c.Do(context.Background(), 0)) })
-	<-first
+	<-h.first
 	for i := 1; i <= 5; i++ {
 		wg.Go(func() { assert.NoError(t, c.Do(context.Background(), i)) })
 	}
 	waitForWaiting(t, c, 5)
-	close(release)
+	close(h.release)
 	wg.Wait()
+	batches := h.sent()
 
 	require.Len(t, batches, 4, "%v", batches) // {0}, then 5 calls two by two
 	var sent []int

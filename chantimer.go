@@ -22,12 +22,8 @@ import (
 // alone (After returns only C), so C is what decides: the Timer the
 // program holds (the handle) refers to C and to a second Timer (the core),
 // which the wheel links in its lanes and which refers to C only weakly.
-// When C becomes unreachable, the collector frees it, and a cleanup
-// attached to it stops the core, which the next collection frees. Until
-// then a core that fires finds C gone and sends nothing.
-//
-// AfterFunc timers are not collected: their tasks must run. Only channel
-// timers pay for the handle, the weak pointer and the cleanup.
+// When C becomes unreachable, a cleanup attached to it stops the core.
+// AfterFunc timers are not collected: their tasks must run.
 
 // chanTimer is what NewTimer allocates; the program gets &Timer. The
 // handle's state word says kindChan and never changes: that, not C (which

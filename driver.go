@@ -141,12 +141,12 @@ func (w *TimingWheel) pass(now int64) bool {
 // of them does (see cascadeSlice), and b is armed again for the next grain.
 //
 // Each lane is looked at under its lock, in batches of flushBatch timers,
-// from its end: taking a timer out moves the lane's last timer, which was
-// looked at already, into its place. Between batches the lock is let go
-// and the fired timers' tasks are handed over; a Stop meanwhile may move
-// a timer looked at already back among those to look at, which costs a
-// second look, and timers added meanwhile go to the end, for the next
-// look at b, which their adders armed.
+// from its end: taking a timer out moves the lane's last timer, looked at
+// already, into its place. Between batches the lock is let go and the
+// tasks are handed over. A Stop meanwhile may move a timer looked at
+// already back among those to look at (a second look, harmless); timers
+// added meanwhile go to the end, for the next look at b, which their
+// adders armed.
 func (w *TimingWheel) expire(b *bucket, now int64) {
 	budget := w.cascadeBudget(b, now)
 	left := int64(noExpiration) // the earliest deadline left in b

@@ -18,11 +18,9 @@ import (
 // is inside a call of a custom executor. The wheel's Stop, having set the
 // stopped flag, takes the lock once: so it returns when the driver has
 // exited, or at once if the driver is inside such a call, which may be
-// waiting for the very task that called Stop (a task run inline, or a
-// bounded pool whose workers are all busy). When the call returns, the
+// waiting for the very task that called Stop. When the call returns, the
 // driver sees the flag, keeps the tasks it has not handed over and exits.
-// Either way no task is handed over after Stop returns but the one being
-// handed over. Shutdown is the call that waits for the tasks.
+// Shutdown is the call that waits for the tasks.
 
 // handOver hands t's task to the executor from the driver, which lets
 // w.handing go while it is inside a call of a custom executor.
@@ -49,9 +47,8 @@ func (w *TimingWheel) execute(t *Timer) {
 
 // A runner carries the task of one fired timer to the goroutine or the
 // executor that runs it. Runners are pooled, and each makes its run
-// function once, so that handing a task over allocates nothing: "go
-// w.runFired(t)" would allocate a closure per task, garbage made on the
-// driver's goroutine.
+// function once, so that handing a task over allocates nothing (where "go
+// w.runFired(t)" would allocate a closure).
 type runner struct {
 	w   *TimingWheel
 	t   *Timer

@@ -17,18 +17,15 @@ import "math"
 //	5      34.8 years    beyond the 292 years of int64 ns
 //
 // The overlap lets the driver cascade a coarse bucket one of its own ticks
-// before its range starts: by then every timer in it fits the finer level.
-// The top level keeps timers further away than its span: a timer there is
-// put in the slot its deadline maps to and placed again each time that
-// slot comes round.
+// before its range starts, when every timer in it fits the finer level.
+// A timer beyond the top level's span is put in the slot its deadline maps
+// to and placed again each time that slot comes round.
 //
-// Placement needs no lock on the wheel: a timer may be placed from a
-// slightly stale clock, into any bucket due no later than its deadline,
-// because the driver looks again at every timer of a bucket it expires and
-// fires only those whose deadline has passed.
+// Placement takes no lock on the wheel: a timer placed from a stale clock
+// is in a bucket due no later than its deadline, and the driver fires only
+// the timers whose deadline has passed.
 
 // maxLevels bounds the hierarchy; beyond it the top level wraps round.
-// Levels cost nothing until a timer needs them.
 const maxLevels = 64
 
 // A level is one wheel of the hierarchy.
@@ -123,14 +120,12 @@ func (w *TimingWheel) grainOf(when int64) int64 {
 }
 
 // cascadeSlice is how many timers the driver moves per look at a coarse
-// bucket whose range is still far ahead. A coarse bucket comes due one of
+// bucket whose range is still far ahead: such a bucket comes due one of
 // its own ticks before its range starts (256ms ahead at level 1 with the
-// defaults); moving a large one at once keeps the driver from the timers
-// due meanwhile. So while more than half of that lead is left, the driver
-// moves a slice per look and looks again at the next grain; once half the
-// lead is spent, it moves whatever is left. The timers wait in the coarse
-// bucket meanwhile, pending as before, and none is due before the range
-// starts.
+// defaults), and moving a large one at once would keep the driver from
+// the timers due meanwhile. While more than half of that lead is left, the
+// driver moves a slice per look and looks again at the next grain; then it
+// moves whatever is left. None of the timers is due before the range.
 const cascadeSlice = 1024
 
 // cascadeBudget returns how many timers the driver may move out of b, a

@@ -14,13 +14,11 @@ import (
 // on a timer of the wheel's clock and on the wheel's kicks. Neither holds
 // a thread while it waits.
 //
-// The driver loops more often than its next instant changes (each kick or
-// spurious wake-up is a pass), so on the real clock the alarm is set again
-// only when the instant changes or it went off: setting a wakeup is a
-// system call. A mock clock's timer is set again on every pass, from the
-// clock's now at that moment: the clock moves in steps, at any time, and a
-// wait computed before a step would go off late by the step. The alarm is
-// owned by the driver goroutine.
+// On the real clock the alarm is set again only when the instant changes
+// or it went off (setting a wakeup is a system call), not on every pass.
+// A mock clock's timer is set again on every pass, from the clock's now at
+// that moment: a wait computed before a step of the clock would go off
+// late by the step. The alarm is owned by the driver goroutine.
 type alarm struct {
 	now    func() int64 // the wheel's clock, ns since start
 	target int64        // the instant (ns since start) it is set for
@@ -51,10 +49,9 @@ type alarm struct {
 const busyWaits = 256
 
 // newAlarm returns an alarm on c, whose now (ns since the wheel's start)
-// is now: with a wakeup, whose deadline is backup after each instant
-// while the program is busy, if
-// real is true and the system gives one; with a timer of c otherwise.
-// Call close when done with it.
+// is now: with a wakeup if real is true and the system gives one (its
+// deadline, while the program is busy, backup after each instant), with a
+// timer of c otherwise. Call close when done with it.
 func newAlarm(c clock.Clock, now func() int64, real bool, backup time.Duration) *alarm {
 	a := &alarm{now: now, backup: backup, real: real}
 	if real {

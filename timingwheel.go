@@ -15,12 +15,9 @@
 // not move them.
 //
 // On Linux the driver of a wheel on the real clock wakes on a timerfd
-// that the runtime's netpoller watches, as well as on a runtime timer: an
-// idle Go program's runtime timers fire up to a millisecond late there
-// (the runtime waits in epoll_wait, whose timeout is in whole
-// milliseconds), and the timerfd wakes it at the instant asked for. No
-// thread or P is held while the driver waits, so many wheels run side by
-// side; each started wheel owns one file descriptor, until Stop.
+// that the runtime's netpoller watches, at the instant asked for, where an
+// idle program's runtime timers fire up to a millisecond late. No thread
+// is held while it waits; each started wheel owns one file descriptor.
 //
 // The code follows a deadline's path: a new timer is placed (overflow.go)
 // in a lane of a bucket (bucket.go), which is armed in the delay queue
@@ -161,13 +158,10 @@ func WithClock(c clock.Clock) Option {
 func WithExecutor(run func(task func())) Option { return func(c *config) { c.exec = run } }
 
 // WithPreciseSleep has no effect; it is kept so that programs using it
-// still build. It made the driver of a wheel on the real clock, on Linux,
-// hold a thread and its P in nanosleep for the last 1.5 ms before each
-// bucket, to wake closer to its due time than a runtime timer does. The
-// driver now wakes on a timerfd watched by the runtime's netpoller (see
-// New), which is closer still and holds neither, for every wheel.
+// still build.
 //
-// Deprecated: the driver wakes precisely by default; remove the option.
+// Deprecated: the driver wakes precisely by default (on a timerfd, on
+// Linux); remove the option.
 func WithPreciseSleep(on bool) Option { return func(*config) {} }
 
 // WithPanicHandler sets the function that receives the value recovered
@@ -199,8 +193,8 @@ func New(opts ...Option) (*TimingWheel, error) {
 
 // NewTimingWheel returns a stopped wheel with the given tick and wheel
 // size; call Start to run it. It panics if tick <= 0 or wheelSize is not
-// in [1, 65536]. It
-// has the signature of github.com/RussellLuo/timingwheel's constructor.
+// in [1, 65536]. It has the signature of github.com/RussellLuo/timingwheel's
+// constructor.
 func NewTimingWheel(tick time.Duration, wheelSize int64, opts ...Option) *TimingWheel {
 	cfg := config{wheelSize: DefaultWheelSize}
 	for _, o := range opts {
@@ -355,11 +349,8 @@ func (w *TimingWheel) Len() int {
 			}
 		}
 	}
-	// A lane's count falls by one for each timer fired out of it, which
-	// may have been counted in another lane before a cascade, so after
-	// 2^31 of them it wraps. The sum is still right modulo 2^32, and the
-	// true count is below 2^32 (that many timers would take 200 GB), so
-	// the sum modulo 2^32 is it.
+	// Lanes' counts may wrap (see lane.pending); their sum modulo 2^32 is
+	// exact, as no wheel holds 2^32 timers (200 GB).
 	return int(uint32(n))
 }
 
@@ -381,10 +372,9 @@ func (w *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 
 // AfterFuncAt calls f at deadline, a time on the wheel's clock (for the
 // real clock, a time.Now reading or one derived from it, so that its
-// monotonic reading is used). A deadline already past runs f as soon as
-// possible. It saves AfterFunc's clock read when the caller has just read
-// the clock itself. A deadline already past is handled as AfterFunc with
-// d <= 0. It panics if f is nil.
+// monotonic reading is used), saving AfterFunc's clock read when the
+// caller has just read the clock. A deadline already past is handled as
+// AfterFunc with d <= 0. It panics if f is nil.
 func (w *TimingWheel) AfterFuncAt(deadline time.Time, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: AfterFuncAt called with nil func")

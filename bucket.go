@@ -18,9 +18,7 @@ const noExpiration = math.MaxInt64
 // at which the driver must look at the bucket.
 type bucket struct {
 	// exp is the instant (ns since start) at which the bucket is due, or
-	// noExpiration. Adders lower it after linking a timer; the driver
-	// swaps it back to noExpiration before it looks at the lanes (see
-	// arm).
+	// noExpiration (see arm).
 	exp   atomic.Int64
 	lanes []lane
 	// coarse is true for the buckets of overflow levels, whose timers
@@ -166,14 +164,13 @@ func (b *bucket) arm(exp int64, q *delayQueue) {
 const minLaneCap = 64
 
 // push adds t to l, growing l into spare, an empty array, if l is full
-// and spare has more room; it reports whether it did. l.mu must be held.
-func (l *lane) push(t *Timer, spare []*Timer) (usedSpare bool) {
+// and spare has more room. l.mu must be held.
+func (l *lane) push(t *Timer, spare []*Timer) {
 	if n := len(l.items); n == cap(l.items) {
 		onInline := n == len(l.inline) // no other slice has so small a capacity
 		switch {
 		case cap(spare) > n:
 			l.items = append(spare[:0], l.items...)
-			usedSpare = true
 		case onInline:
 			l.items = append(make([]*Timer, 0, 4*len(l.inline)), l.items...)
 		}
@@ -183,7 +180,6 @@ func (l *lane) push(t *Timer, spare []*Timer) (usedSpare bool) {
 	}
 	t.pos = uint32(len(l.items))
 	l.items = append(l.items, t)
-	return usedSpare
 }
 
 // remove takes t out of l and shrinks l if it has mostly emptied. l.mu
@@ -231,7 +227,6 @@ const (
 	maxSpareSlots = 16384
 )
 
-// spares is owned by the driver goroutine.
 type spares struct {
 	arrays [][]*Timer
 	slots  int // their total capacity

@@ -51,12 +51,9 @@ func (w *TimingWheel) newChanTimer() *chanTimer {
 			}
 		}
 	}
-	runtime.AddCleanup(hdr, stopCore, core)
+	runtime.AddCleanup(hdr, func(core *Timer) { core.stop() }, core)
 	return &chanTimer{Timer: Timer{state: kindChan, C: c, w: w}, core: core}
 }
-
-// stopCore stops the core of a channel timer whose channel was collected.
-func stopCore(core *Timer) { core.stop() }
 
 // chanTimer returns the chanTimer whose handle t is; t's kind must be
 // kindChan.

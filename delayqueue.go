@@ -20,10 +20,6 @@ type delayEntry struct {
 	b   *bucket
 }
 
-func newDelayQueue(onMin func()) *delayQueue {
-	return &delayQueue{onMin: onMin}
-}
-
 // push adds b due at exp and wakes the driver if exp is the new minimum.
 func (q *delayQueue) push(exp int64, b *bucket) {
 	q.mu.Lock()

@@ -61,7 +61,7 @@ func (w *TimingWheel) run() {
 		}
 		// A kick changes what it kicks for before it pokes the wakeup,
 		// and setting the alarm may have replaced that poke: look again.
-		if w.stopped.Load() || w.syncPending() || armed && w.now() >= next {
+		if w.stopped.Load() || w.takeSyncRequests() || armed && w.now() >= next {
 			continue // (a mock clock may have stepped past next meanwhile)
 		}
 		if n, ok := w.queue.peek(); ok && (!armed || n < next) {
@@ -294,18 +294,14 @@ func (w *TimingWheel) releaseWaiters(now int64) {
 	w.waiters = kept
 }
 
-// takeSyncRequests takes the Sync calls made since it last did.
-func (w *TimingWheel) takeSyncRequests() {
+// takeSyncRequests takes the Sync calls made since it last did, and
+// reports whether there were any.
+func (w *TimingWheel) takeSyncRequests() bool {
 	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
+	took := len(w.syncReqs) > 0
 	w.waiters = append(w.waiters, w.syncReqs...)
 	clear(w.syncReqs)
 	w.syncReqs = w.syncReqs[:0]
-	w.syncMu.Unlock()
-}
-
-// syncPending reports whether a Sync call waits to be taken.
-func (w *TimingWheel) syncPending() bool {
-	w.syncMu.Lock()
-	defer w.syncMu.Unlock()
-	return len(w.syncReqs) > 0
+	return took
 }

@@ -2,6 +2,7 @@ package timingwheel
 
 import (
 	"context"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -36,7 +37,12 @@ func (w *TimingWheel) handOver(t *Timer) {
 // default.
 func (w *TimingWheel) execute(t *Timer) {
 	w.underway.n.Add(1)
-	r := w.runner(t)
+	r, _ := w.runners.Get().(*runner)
+	if r == nil {
+		r = &runner{w: w}
+		r.run = r.runOnce
+	}
+	r.t = t
 	if w.exec == nil {
 		go r.run()
 		return
@@ -53,17 +59,6 @@ type runner struct {
 	w   *TimingWheel
 	t   *Timer
 	run func() // r.runOnce, made once per runner
-}
-
-// runner returns a pooled runner carrying t's task.
-func (w *TimingWheel) runner(t *Timer) *runner {
-	r, _ := w.runners.Get().(*runner)
-	if r == nil {
-		r = &runner{w: w}
-		r.run = r.runOnce
-	}
-	r.t = t
-	return r
 }
 
 // runOnce runs the task; the runner goes back to the pool first, as the
@@ -90,12 +85,9 @@ func (w *TimingWheel) runFired(t *Timer) {
 	}
 }
 
-// runBeforeStart hands the task of t, a new AfterFunc or ScheduleFunc
-// timer already due on a wheel not started yet, to the executor from the
-// calling goroutine, as github.com/RussellLuo/timingwheel runs a timer
-// that is due when added: its driver does not exist yet to do it. The
-// timer is fired as the driver fires one, so that a Stop before the task
-// starts still prevents it.
+// runBeforeStart hands the task of t, a new timer already due on a wheel
+// not started yet, to the executor at once (see AfterFunc), fired as the
+// driver fires one, so that a Stop before the task starts still prevents it.
 func (w *TimingWheel) runBeforeStart(t *Timer, k uint64) {
 	t.state = k | statusFired // t is not shared yet
 	w.execute(t)
@@ -116,7 +108,11 @@ func (w *TimingWheel) recoverPanic() {
 		w.onPanic(r)
 		return
 	}
-	w.log().Error("timingwheel: task panicked", "panic", r, "stack", string(debug.Stack()))
+	log := w.logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Error("timingwheel: task panicked", "panic", r, "stack", string(debug.Stack()))
 }
 
 // underway counts the tasks handed over and not returned, for Shutdown.

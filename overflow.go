@@ -129,9 +129,7 @@ func (w *TimingWheel) grainOf(when int64) int64 {
 const cascadeSlice = 1024
 
 // cascadeBudget returns how many timers the driver may move out of b, a
-// bucket it expires at now (ns since start): cascadeSlice for a coarse
-// bucket whose range is the level's next and starts more than half a
-// bucket width after now, and all of them otherwise.
+// bucket it expires at now (ns since start): see cascadeSlice.
 func (w *TimingWheel) cascadeBudget(b *bucket, now int64) int {
 	if !b.coarse {
 		return math.MaxInt

@@ -55,11 +55,7 @@ func newWakeup() *wakeup {
 	}
 	// A nonblocking fd given to os.NewFile is registered with the
 	// netpoller, so a read parks the goroutine rather than a thread.
-	f := os.NewFile(fd, "timingwheel-timerfd")
-	if f == nil {
-		_ = syscall.Close(int(fd))
-		return nil
-	}
+	f := os.NewFile(fd, "timingwheel-timerfd") // not nil: fd is valid
 	rc, err := f.SyscallConn()
 	if err != nil {
 		_ = f.Close()

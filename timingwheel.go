@@ -82,24 +82,19 @@ type TimingWheel struct {
 	due    bucket // timers already due when armed
 	queue  *delayQueue
 
-	life    sync.Mutex
-	started bool
-	begun   atomic.Bool // started, for readers without life
+	life    sync.Mutex // orders Start and Stop
+	started atomic.Bool
 	stopped atomic.Bool
 	exited  chan struct{}
-	// A kick wakes the driver: a signal on kicks, and a poke of its
-	// wakeup, if it waits on one (see kick).
-	kicks chan struct{}
-	wake  atomic.Pointer[wakeup]
+	kicks   chan struct{} // see kick
+	wake    atomic.Pointer[wakeup]
 	// passing is true while the driver is in a pass (see kickForNewMin).
 	passing atomic.Bool
 	// syncReqs are the Sync calls the driver has not taken yet.
 	syncMu   sync.Mutex
 	syncReqs []syncRequest
-	// handing is held by the driver from Start to its exit, except while
-	// it is inside a call of the executor; see executor.go.
-	handing  sync.Mutex
-	runners  sync.Pool // of *runner
+	handing  sync.Mutex // see executor.go
+	runners  sync.Pool  // of *runner
 	underway underway
 
 	// Owned by the driver goroutine.
@@ -261,7 +256,7 @@ func newWheel(cfg config) (*TimingWheel, error) {
 		kicks:     make(chan struct{}, 1),
 		underway:  underway{idle: make(chan struct{})},
 	}
-	w.queue = newDelayQueue(w.kickForNewMin)
+	w.queue = &delayQueue{onMin: w.kickForNewMin}
 	w.start = w.clock.Now()
 	w.due.exp.Store(noExpiration)
 	w.due.lanes = newBuckets(1, lanes, 0)[0].lanes
@@ -291,11 +286,10 @@ func defaultLanes() int {
 func (w *TimingWheel) Start() {
 	w.life.Lock()
 	defer w.life.Unlock()
-	if w.started || w.stopped.Load() {
+	if w.started.Load() || w.stopped.Load() {
 		return
 	}
-	w.started = true
-	w.begun.Store(true)
+	w.started.Store(true)
 	w.handing.Lock() // the driver's until it exits; see executor.go
 	go w.run()
 }
@@ -315,18 +309,16 @@ func (w *TimingWheel) Start() {
 // Stop, it does not wait for tasks under way: Shutdown does.
 func (w *TimingWheel) Stop() {
 	w.life.Lock()
-	if !w.stopped.Load() {
-		w.stopped.Store(true)
+	started := w.started.Load()
+	if !w.stopped.Swap(true) {
 		w.kick()
-		if !w.started {
+		if !started {
 			close(w.exited)
 		}
 	}
-	started := w.started
 	w.life.Unlock()
 	if started {
-		// The driver holds it but while it is inside the executor.
-		w.handing.Lock()
+		w.handing.Lock() // see executor.go
 		//lint:ignore SA2001 taking the lock is the wait
 		w.handing.Unlock()
 	}
@@ -408,7 +400,7 @@ func (w *TimingWheel) After(d time.Duration) <-chan time.Time {
 // says the deadline has already passed.
 func (w *TimingWheel) schedule(t *Timer, when int64, due bool, k uint64) {
 	t.when = when
-	if k != kindChan && !w.begun.Load() && !w.stopped.Load() && (due || when <= w.now()) {
+	if k != kindChan && !w.started.Load() && !w.stopped.Load() && (due || when <= w.now()) {
 		w.runBeforeStart(t, k)
 		return
 	}
@@ -449,23 +441,12 @@ func (w *TimingWheel) deadline(d time.Duration) (when int64, due bool) {
 	if d <= 0 {
 		return now, true
 	}
-	if int64(d) > math.MaxInt64-now {
-		return math.MaxInt64, false
-	}
-	return now + int64(d), false
+	return addSaturating(now, int64(d)), false
 }
 
 // timeAt converts ns since start to a time on the wheel's clock.
 func (w *TimingWheel) timeAt(ns int64) time.Time {
 	return w.start.Add(time.Duration(ns))
-}
-
-// log returns the wheel's logger.
-func (w *TimingWheel) log() *slog.Logger {
-	if w.logger == nil {
-		return slog.Default()
-	}
-	return w.logger
 }
 
 // Sync blocks until the driver has processed every timer due at the
@@ -478,9 +459,7 @@ func (w *TimingWheel) log() *slog.Logger {
 // context's error. It must not be called from a task run inline on the
 // driver goroutine.
 func (w *TimingWheel) Sync(ctx context.Context) error {
-	w.life.Lock()
-	started := w.started
-	w.life.Unlock()
+	started := w.started.Load()
 	if w.stopped.Load() {
 		return ErrStopped
 	}

@@ -34,7 +34,8 @@ type options struct {
 	// fireN timers fire across window in the fire scenario.
 	fireN  int
 	window time.Duration
-	// rounds is how many times fire measures each engine; see runFire.
+	// rounds is how many times fire measures each engine (see runFire),
+	// and river its rates (see riverRates).
 	rounds int
 	// idleFor is how long idle measures CPU.
 	idleFor time.Duration
@@ -228,7 +229,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var((*countValue)(&o.pending), "pending", "memory, idle, parallel, queue: `count` of timers pending, due in 1-2h; durable: messages pending for reopen and memory, due in a day (and -pending/200 sizes its other figures); asynq, river: -pending/50 messages per figure")
 	fs.Var((*countValue)(&o.fireN), "fire-n", "fire: `count` of timers that fire")
 	fs.DurationVar(&o.window, "window", o.window, "fire: the timers' deadlines spread over this window (queue: at most 1s, durable: at most 2s)")
-	fs.IntVar(&o.rounds, "rounds", o.rounds, "fire: rounds, each measuring every engine once, in a rotated order; each figure is the median of its rounds, early firings their sum")
+	fs.IntVar(&o.rounds, "rounds", o.rounds, "fire: rounds, each measuring every engine once, in a rotated order; each figure is the median of its rounds, early firings their sum. "+
+		"river: rounds of the enqueue and jobs-worked rates (and their statements and calls per message), ours and River's side by side, alternating which goes first; each figure is the median of its rounds, each round's rates go to stderr")
 	fs.DurationVar(&o.idleFor, "idle-for", o.idleFor, "idle: how long to measure the process's CPU")
 	fs.IntVar(&o.goroutines, "g", o.goroutines, "parallel: goroutines doing AfterFunc+Stop")
 	fs.DurationVar(&o.parallelFor, "for", o.parallelFor, "parallel: how long each measurement runs")

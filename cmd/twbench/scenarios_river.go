@@ -26,7 +26,8 @@ func init() {
 			"jobs worked/s with 8 workers, due already (durable's Run; a River client with MaxWorkers 8, until River reports them completed), " +
 			"against River's default fetching (FetchCooldown 100ms, FetchPollInterval 1s: at most 8 jobs per 100ms, so on min(K, 800) jobs) " +
 			"and its fastest (both at 1ms); SQL statements per message of each (BEGIN and COMMIT included, counted by a pgx tracer on the pools: " +
-			"this process's statements only, River's background work included), and ours split by store method (Claim, Confirm, Ack, others); lateness p50/p99/max and early starts with 8 workers, " +
+			"this process's statements only, River's background work included), and ours split by store method (Claim, Confirm, Ack, others); " +
+			"these rates (River's default fetching aside), statements and calls are the medians of -rounds rounds; lateness p50/p99/max and early starts with 8 workers, " +
 			"min(K, 2000) jobs over min(2s, -window), written in batches of 100 (ours: due vs when the handler starts; River: ScheduledAt " +
 			"vs when Work starts), against River with default and fastest fetching",
 		timers: func(*options) int { return 0 }, // the messages are in PostgreSQL
@@ -89,67 +90,68 @@ func runRiver(e *env) (rows []row, err error) {
 	ks := "K=" + formatCount(k)
 	const vs = " (vs River)"
 
-	// Enqueues, one at a time and in batches.
-	oursOne, oursOneSQL, err := durableEnqueue(o, root+"/enqueue", riverWorkers, k, 1, m)
-	if err != nil {
-		return nil, fmt.Errorf("ours, enqueue: %w", err)
+	// The rates, in -rounds rounds (see riverRates); each figure is the
+	// median of its rounds.
+	var rs []riverRates
+	for r := range o.rounds {
+		rr, err := measureRiverRates(o, b, root, r, k, m)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(e.stderr, "twbench: river round %d of %d: %s\n", r+1, o.rounds, rr)
+		rs = append(rs, rr)
 	}
-	theirOne, theirOneSQL, err := b.insertRate(ctx, "enqueue", riverWorkers, k, 1, m)
-	if err != nil {
-		return nil, fmt.Errorf("river, insert: %w", err)
+	med := func(f func(riverRates) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		return median(v)
 	}
-	oursMany, oursManySQL, err := pgBatchEnqueue(o, root+"/batch", riverWorkers, k, riverBatch, m)
-	if err != nil {
-		return nil, fmt.Errorf("ours, EnqueueTx: %w", err)
-	}
-	oursQueueMany, oursQueueManySQL, err := durableEnqueue(o, root+"/queuebatch", riverWorkers, k, riverBatch, m)
-	if err != nil {
-		return nil, fmt.Errorf("ours, Queue.Enqueue of a batch: %w", err)
-	}
-	theirMany, theirManySQL, err := b.insertRate(ctx, "batch", riverWorkers, k, riverBatch, m)
-	if err != nil {
-		return nil, fmt.Errorf("river, InsertMany: %w", err)
+	pair := func(figure, unit string, ours, theirs func(riverRates) float64) row {
+		return both(figure, unit, med(ours), med(theirs))
 	}
 	of := fmt.Sprintf(", %d producers, %s", riverWorkers, ks)
 	batchOf := fmt.Sprintf(", batches of %d", riverBatch)
 	rows = append(rows,
-		both("enqueue 1 at a time"+of+", due in 1h"+vs, unitEnqueuesSec, oursOne, theirOne),
-		both("enqueue"+batchOf+", EnqueueTx"+of+", due in 1h"+vs, unitEnqueuesSec, oursMany, theirMany),
-		both("enqueue"+batchOf+", Queue.Enqueue"+of+", due in 1h"+vs, unitEnqueuesSec, oursQueueMany, theirMany),
-		both("SQL statements per enqueue, 1 at a time"+of+vs, unitStatementsMsg, perMsg(oursOneSQL, k), perMsg(theirOneSQL, k)),
-		both("SQL statements per enqueue"+batchOf+", EnqueueTx"+of+vs, unitStatementsMsg, perMsg(oursManySQL, k), perMsg(theirManySQL, k)),
-		both("SQL statements per enqueue"+batchOf+", Queue.Enqueue"+of+vs, unitStatementsMsg, perMsg(oursQueueManySQL, k), perMsg(theirManySQL, k)))
+		pair("enqueue 1 at a time"+of+", due in 1h"+vs, unitEnqueuesSec,
+			func(r riverRates) float64 { return r.oursOne }, func(r riverRates) float64 { return r.theirOne }),
+		pair("enqueue"+batchOf+", EnqueueTx"+of+", due in 1h"+vs, unitEnqueuesSec,
+			func(r riverRates) float64 { return r.oursMany }, func(r riverRates) float64 { return r.theirMany }),
+		pair("enqueue"+batchOf+", Queue.Enqueue"+of+", due in 1h"+vs, unitEnqueuesSec,
+			func(r riverRates) float64 { return r.oursQueueMany }, func(r riverRates) float64 { return r.theirMany }),
+		pair("SQL statements per enqueue, 1 at a time"+of+vs, unitStatementsMsg,
+			func(r riverRates) float64 { return r.oursOneSQL }, func(r riverRates) float64 { return r.theirOneSQL }),
+		pair("SQL statements per enqueue"+batchOf+", EnqueueTx"+of+vs, unitStatementsMsg,
+			func(r riverRates) float64 { return r.oursManySQL }, func(r riverRates) float64 { return r.theirManySQL }),
+		pair("SQL statements per enqueue"+batchOf+", Queue.Enqueue"+of+vs, unitStatementsMsg,
+			func(r riverRates) float64 { return r.oursQueueManySQL }, func(r riverRates) float64 { return r.theirManySQL }))
 
-	// Jobs worked, due already.
-	oursRun, oursRunSQL, calls, err := pgWorked(o, root+"/worked", k, m)
-	if err != nil {
-		return nil, fmt.Errorf("ours, worked: %w", err)
-	}
+	// Jobs worked, due already: against River's fastest fetching in the
+	// rounds, and once against its default fetching, which is slow.
 	slow := min(k, riverSlowCount)
-	for _, v := range []struct {
-		queue, label string
-		n            int
-		fetch        riverFetch
-	}{
-		{"worked_default", fmt.Sprintf(" (vs River defaults, K=%s)", formatCount(slow)), slow, riverDefaults},
-		{"worked_fast", " (vs River 1ms fetch)", k, riverTuned},
-	} {
-		giveUp, cancel := context.WithTimeout(ctx, durableGiveUp)
-		theirs, theirSQL, err := b.workRate(giveUp, v.queue, riverWorkers, v.n, v.fetch, m)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("river, %s: %w", v.queue, err)
-		}
-		rows = append(rows,
-			both(fmt.Sprintf("jobs worked, %d workers, %s", riverWorkers, ks)+v.label, unitJobsSec, oursRun, theirs),
-			both("SQL statements per job worked"+v.label, unitStatementsMsg, perMsg(oursRunSQL, k), perMsg(theirSQL, v.n)))
+	giveUp, cancel := context.WithTimeout(ctx, durableGiveUp)
+	theirSlow, theirSlowSQL, err := b.workRate(giveUp, "worked_default", riverWorkers, slow, riverDefaults, m)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("river, worked_default: %w", err)
 	}
+	oursRun := func(r riverRates) float64 { return r.oursRun }
+	oursRunSQL := func(r riverRates) float64 { return r.oursRunSQL }
+	def := fmt.Sprintf(" (vs River defaults, K=%s)", formatCount(slow))
+	const fast = " (vs River 1ms fetch)"
+	jobsOf := fmt.Sprintf("jobs worked, %d workers, %s", riverWorkers, ks)
+	rows = append(rows,
+		both(jobsOf+def, unitJobsSec, med(oursRun), theirSlow),
+		both("SQL statements per job worked"+def, unitStatementsMsg, med(oursRunSQL), perMsg(theirSlowSQL, slow)),
+		pair(jobsOf+fast, unitJobsSec, oursRun, func(r riverRates) float64 { return r.theirRun }),
+		pair("SQL statements per job worked"+fast, unitStatementsMsg, oursRunSQL, func(r riverRates) float64 { return r.theirRunSQL }))
 	// Ours only: what the statements of a job worked do.
 	rows = append(rows,
-		oursOnly("store calls per job worked: Claim (ours, a statement each)", unitCallsMsg, perMsg(calls.claims, k)),
-		oursOnly("store calls per job worked: Confirm (ours, concurrent ones share a statement)", unitCallsMsg, perMsg(calls.confirms, k)),
-		oursOnly("store calls per job worked: Ack (ours, concurrent ones share a statement)", unitCallsMsg, perMsg(calls.acks, k)),
-		oursOnly("store calls per job worked: Extend, Release, Retry, Expired (ours)", unitCallsMsg, perMsg(calls.others, k)))
+		oursOnly("store calls per job worked: Claim (ours, a statement each)", unitCallsMsg, med(func(r riverRates) float64 { return r.claims })),
+		oursOnly("store calls per job worked: Confirm (ours, concurrent ones share a statement)", unitCallsMsg, med(func(r riverRates) float64 { return r.confirms })),
+		oursOnly("store calls per job worked: Ack (ours, concurrent ones share a statement)", unitCallsMsg, med(func(r riverRates) float64 { return r.acks })),
+		oursOnly("store calls per job worked: Extend, Release, Retry, Expired (ours)", unitCallsMsg, med(func(r riverRates) float64 { return r.others })))
 
 	// Lateness.
 	lk, win := riverLateCount(o), durableWindow(o)

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -153,7 +156,11 @@ func TestCheckStoreForPostgres(t *testing.T) {
 func TestRiverScenarioOnPostgres(t *testing.T) {
 	dsn := testPostgres(t)
 	jsonPath := filepath.Join(t.TempDir(), "out.json")
-	stdout, _ := tinyRun(t, "-json", jsonPath, "-store", dsn, "river")
+	stdout, stderr := tinyRun(t, "-json", jsonPath, "-rounds", "2", "-store", dsn, "river")
+	// Each round's rates go to stderr, and the table has their medians.
+	assert.Contains(t, stderr, "twbench: river round 1 of 2: enqueue one at a time ")
+	assert.Contains(t, stderr, "twbench: river round 2 of 2: enqueue one at a time ")
+	assert.NotContains(t, stderr, "round 3")
 	data, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)
 	var rep report
@@ -239,6 +246,19 @@ func TestRiverScenarioOnPostgres(t *testing.T) {
 		assert.LessOrEqual(t, theirs["lateness p50"+lateOf+vs], theirs["lateness p99"+lateOf+vs])
 		assert.LessOrEqual(t, theirs["lateness p99"+lateOf+vs], theirs["lateness max"+lateOf+vs])
 	}
+
+	// The rates are the medians of the rounds' (two: their mean).
+	roundRates := regexp.MustCompile(`jobs worked (\d+)/s vs (\d+)/s`).FindAllStringSubmatch(stderr, -1)
+	require.Len(t, roundRates, 2, stderr)
+	mean := func(i int) float64 {
+		a, errA := strconv.ParseFloat(roundRates[0][i], 64)
+		b, errB := strconv.ParseFloat(roundRates[1][i], 64)
+		require.NoError(t, errors.Join(errA, errB))
+		return (a + b) / 2
+	}
+	jobsFast := "jobs worked, 8 workers, K=100" + fast
+	assert.InDelta(t, mean(1), ours[jobsFast], 1, "ours: the median of the rounds")
+	assert.InDelta(t, mean(2), theirs[jobsFast], 1, "River's: the median of the rounds")
 
 	// The table shows River's values in the runtime column.
 	line := tableLine(t, stdout, "enqueue 1 at a time"+of+", due in 1h (vs River)")

@@ -92,10 +92,10 @@ func (b *asynqBench) enqueue(ctx context.Context, queue string, producers, n, pa
 
 // enqueueRate returns the enqueues per second of producers goroutines
 // enqueueing n tasks of payload bytes, due in an hour (ProcessIn), to a
-// new queue, with the Redis commands they took, and checks that they
-// are all scheduled.
-func (b *asynqBench) enqueueRate(ctx context.Context, producers, n, payload int) (rate float64, commands int64, err error) {
-	queue := b.queue("enqueue")
+// new queue named after figure, with the Redis commands they took, and
+// checks that they are all scheduled.
+func (b *asynqBench) enqueueRate(ctx context.Context, figure string, producers, n, payload int) (rate float64, commands int64, err error) {
+	queue := b.queue(figure)
 	var took time.Duration
 	err = metered(ctx, newRedisMeter(b.client), &commands, func() (err error) {
 		took, err = b.enqueue(ctx, queue, producers, n, payload, func(int) []asynq.Option {
@@ -113,12 +113,13 @@ func (b *asynqBench) enqueueRate(ctx context.Context, producers, n, payload int)
 	return float64(n) / took.Seconds(), commands, nil
 }
 
-// runRate enqueues n tasks of payload bytes due now to a new queue, then
-// starts a server of workers on it whose handler returns nil, and returns
-// the tasks handled and acked per second from the server's start until
-// all n are acked, with the Redis commands that took.
-func (b *asynqBench) runRate(ctx context.Context, workers, n, payload int) (rate float64, commands int64, err error) {
-	queue := b.queue("receive")
+// runRate enqueues n tasks of payload bytes due now to a new queue named
+// after figure, then starts a server of workers on it whose handler
+// returns nil, and returns the tasks handled and acked per second from
+// the server's start until all n are acked, with the Redis commands that
+// took.
+func (b *asynqBench) runRate(ctx context.Context, figure string, workers, n, payload int) (rate float64, commands int64, err error) {
+	queue := b.queue(figure)
 	if _, err := b.enqueue(ctx, queue, durableConsumers, n, payload, func(int) []asynq.Option { return nil }, nil); err != nil {
 		return 0, 0, fmt.Errorf("preload: %w", err)
 	}

@@ -230,7 +230,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var((*countValue)(&o.fireN), "fire-n", "fire: `count` of timers that fire")
 	fs.DurationVar(&o.window, "window", o.window, "fire: the timers' deadlines spread over this window (queue: at most 1s, durable: at most 2s)")
 	fs.IntVar(&o.rounds, "rounds", o.rounds, "fire: rounds, each measuring every engine once, in a rotated order; each figure is the median of its rounds, early firings their sum. "+
-		"river: rounds of the enqueue and jobs-worked rates (and their statements and calls per message), ours and River's side by side, alternating which goes first; each figure is the median of its rounds, each round's rates go to stderr")
+		"river and asynq: rounds of the enqueue, jobs-worked and receive+ack rates (and their statements, calls or commands per message), ours and the other's side by side, alternating which goes first; each figure is the median of its rounds, and each round's rates go to stderr")
 	fs.DurationVar(&o.idleFor, "idle-for", o.idleFor, "idle: how long to measure the process's CPU")
 	fs.IntVar(&o.goroutines, "g", o.goroutines, "parallel: goroutines doing AfterFunc+Stop")
 	fs.DurationVar(&o.parallelFor, "for", o.parallelFor, "parallel: how long each measurement runs")

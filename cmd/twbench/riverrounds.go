@@ -34,9 +34,7 @@ func (r riverRates) String() string {
 }
 
 // measureRiverRates measures round r of the rates, k messages each, in
-// queues of their own: ours first in even rounds, River's first in odd
-// ones, so that neither is always measured on a machine the other just
-// warmed.
+// queues of their own, side by side (see sideBySide).
 func measureRiverRates(o *options, b *riverBench, root string, r, k int, m *pgMeter) (rr riverRates, err error) {
 	ctx := context.Background()
 	name := func(s string) string { return fmt.Sprintf("%s_%d", s, r) }
@@ -86,17 +84,5 @@ func measureRiverRates(o *options, b *riverBench, root string, r, k int, m *pgMe
 		rr.theirRun, rr.theirRunSQL = rate, perMsg(statements, k)
 		return nil
 	})
-	for i := range ours {
-		first, second := ours[i], theirs[i]
-		if r%2 == 1 {
-			first, second = second, first
-		}
-		if err := first(); err != nil {
-			return rr, err
-		}
-		if err := second(); err != nil {
-			return rr, err
-		}
-	}
-	return rr, nil
+	return rr, sideBySide(r, ours, theirs)
 }

@@ -20,7 +20,7 @@ func init() {
 		help: "the durable queue on the Redis of -store (redis:// only; left out of all otherwise) vs hibiken/asynq on the same server, " +
 			"in the runtime column, 100-byte payloads, K=-pending/50 messages (100 to 20k): enqueues/s from 8 producers, due in an hour, one at a time and ours in batches of 100 (asynq has no batch enqueue: against its one at a time); " +
 			"receive+acks/s with 8 workers (durable's Run, asynq's Server), due already; Redis commands per message of both " +
-			"(INFO commandstats, script calls included); lateness p50/p99 and early deliveries with 8 consumers, min(K, 2000) messages over min(2s, -window), " +
+			"(INFO commandstats, script calls included); these rates and commands are the medians of -rounds rounds; lateness p50/p99 and early deliveries with 8 consumers, min(K, 2000) messages over min(2s, -window), " +
 			"against asynq with its default polls (DelayedTaskCheckInterval 5s, TaskCheckInterval 1s) and with both at 100ms; every key it makes is deleted afterwards",
 		timers: func(*options) int { return 0 }, // the messages are in Redis
 		run:    runAsynq,
@@ -70,42 +70,33 @@ func runAsynq(e *env) (rows []row, err error) {
 	k := asynqCount(o)
 	ks := "K=" + formatCount(k)
 	const vs = " (vs asynq)"
-	oursEnq, oursEnqCmds, err := durableEnqueue(o, filepath.Join(root, "enqueue"), asynqWorkers, k, 1, meter)
-	if err != nil {
-		return nil, fmt.Errorf("ours, enqueue: %w", err)
+	// The rates, in -rounds rounds (see asynqRates); each figure is the
+	// median of its rounds.
+	var rs []asynqRates
+	for r := range o.rounds {
+		ar, err := measureAsynqRates(o, b, root, r, k, meter)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(e.stderr, "twbench: asynq round %d of %d: %s\n", r+1, o.rounds, ar)
+		rs = append(rs, ar)
 	}
-	theirEnq, theirEnqCmds, err := b.enqueueRate(ctx, asynqWorkers, k, durablePayload)
-	if err != nil {
-		return nil, fmt.Errorf("asynq, enqueue: %w", err)
-	}
+	med := func(f func(asynqRates) float64) float64 { return medianOver(rs, f) }
+	theirEnq, theirEnqCmds := med(func(r asynqRates) float64 { return r.theirOne }), med(func(r asynqRates) float64 { return r.theirOneCmds })
 	enqOf := fmt.Sprintf(", %d producers, %s", asynqWorkers, ks)
-	oursBatch, oursBatchCmds, err := durableEnqueue(o, filepath.Join(root, "batches"), asynqWorkers, k, durableBatch, meter)
-	if err != nil {
-		return nil, fmt.Errorf("ours, enqueue in batches: %w", err)
-	}
 	// asynq has no batch enqueue: its line is the one at a time.
 	batchOf := fmt.Sprintf(" in batches of %d", durableBatch)
 	const vsOne = " (vs asynq one at a time)"
-	rows = append(rows,
-		both("enqueue"+enqOf+", due in 1h"+vs, unitEnqueuesSec, oursEnq, theirEnq),
-		both("Redis commands per enqueue"+enqOf+vs, unitCommandsMsg, perMsg(oursEnqCmds, k), perMsg(theirEnqCmds, k)),
-		both("enqueue"+batchOf+enqOf+", due in 1h"+vsOne, unitEnqueuesSec, oursBatch, theirEnq),
-		both("Redis commands per enqueue"+batchOf+enqOf+vsOne, unitCommandsMsg, perMsg(oursBatchCmds, k), perMsg(theirEnqCmds, k)))
-
-	oursRun, oursRunCmds, err := durableReceiveAck(o, filepath.Join(root, "receive"), k, runRate, meter)
-	if err != nil {
-		return nil, fmt.Errorf("ours, receive+ack: %w", err)
-	}
-	giveUp, cancel := context.WithTimeout(ctx, durableGiveUp)
-	theirRun, theirRunCmds, err := b.runRate(giveUp, asynqWorkers, k, durablePayload)
-	cancel()
-	if err != nil {
-		return nil, fmt.Errorf("asynq, receive+ack: %w", err)
-	}
 	runOf := fmt.Sprintf(", %d workers, %s", asynqWorkers, ks)
 	rows = append(rows,
-		both("receive+ack"+runOf+", due already"+vs, unitAcksSec, oursRun, theirRun),
-		both("Redis commands per receive+ack"+runOf+vs, unitCommandsMsg, perMsg(oursRunCmds, k), perMsg(theirRunCmds, k)))
+		both("enqueue"+enqOf+", due in 1h"+vs, unitEnqueuesSec, med(func(r asynqRates) float64 { return r.oursOne }), theirEnq),
+		both("Redis commands per enqueue"+enqOf+vs, unitCommandsMsg, med(func(r asynqRates) float64 { return r.oursOneCmds }), theirEnqCmds),
+		both("enqueue"+batchOf+enqOf+", due in 1h"+vsOne, unitEnqueuesSec, med(func(r asynqRates) float64 { return r.oursBatch }), theirEnq),
+		both("Redis commands per enqueue"+batchOf+enqOf+vsOne, unitCommandsMsg, med(func(r asynqRates) float64 { return r.oursBatchCmds }), theirEnqCmds),
+		both("receive+ack"+runOf+", due already"+vs, unitAcksSec,
+			med(func(r asynqRates) float64 { return r.oursRun }), med(func(r asynqRates) float64 { return r.theirRun })),
+		both("Redis commands per receive+ack"+runOf+vs, unitCommandsMsg,
+			med(func(r asynqRates) float64 { return r.oursRunCmds }), med(func(r asynqRates) float64 { return r.theirRunCmds })))
 
 	lk, win := asynqLateCount(o), durableWindow(o)
 	ours, err := durableLateness(o, filepath.Join(root, "lateness"), lk, win)

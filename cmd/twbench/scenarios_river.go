@@ -101,13 +101,7 @@ func runRiver(e *env) (rows []row, err error) {
 		fmt.Fprintf(e.stderr, "twbench: river round %d of %d: %s\n", r+1, o.rounds, rr)
 		rs = append(rs, rr)
 	}
-	med := func(f func(riverRates) float64) float64 {
-		v := make([]float64, len(rs))
-		for i, r := range rs {
-			v[i] = f(r)
-		}
-		return median(v)
-	}
+	med := func(f func(riverRates) float64) float64 { return medianOver(rs, f) }
 	pair := func(figure, unit string, ours, theirs func(riverRates) float64) row {
 		return both(figure, unit, med(ours), med(theirs))
 	}

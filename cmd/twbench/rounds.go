@@ -1,5 +1,22 @@
 package main
 
+import "fmt"
+
+// inRounds calls measure for each of the -rounds rounds of scenario, and
+// writes each round's figures to stderr as they come.
+func inRounds[R fmt.Stringer](e *env, scenario string, measure func(r int) (R, error)) ([]R, error) {
+	var rs []R
+	for r := range e.opts.rounds {
+		rr, err := measure(r)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(e.stderr, "twbench: %s round %d of %d: %s\n", scenario, r+1, e.opts.rounds, rr)
+		rs = append(rs, rr)
+	}
+	return rs, nil
+}
+
 // sideBySide runs the measurements of round r of a scenario that
 // measures its rates in rounds (river, asynq): each of ours[i] beside
 // theirs[i], ours first in even rounds and theirs first in odd ones, so

@@ -72,14 +72,9 @@ func runAsynq(e *env) (rows []row, err error) {
 	const vs = " (vs asynq)"
 	// The rates, in -rounds rounds (see asynqRates); each figure is the
 	// median of its rounds.
-	var rs []asynqRates
-	for r := range o.rounds {
-		ar, err := measureAsynqRates(o, b, root, r, k, meter)
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(e.stderr, "twbench: asynq round %d of %d: %s\n", r+1, o.rounds, ar)
-		rs = append(rs, ar)
+	rs, err := inRounds(e, "asynq", func(r int) (asynqRates, error) { return measureAsynqRates(o, b, root, r, k, meter) })
+	if err != nil {
+		return nil, err
 	}
 	med := func(f func(asynqRates) float64) float64 { return medianOver(rs, f) }
 	theirEnq, theirEnqCmds := med(func(r asynqRates) float64 { return r.theirOne }), med(func(r asynqRates) float64 { return r.theirOneCmds })

@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -111,17 +108,10 @@ func TestAsynqScenarioOnRedis(t *testing.T) {
 	// Each round's rates go to stderr, and the table has their medians
 	// (of two rounds: their mean).
 	assert.NotContains(t, stderr, "round 3")
-	roundRates := regexp.MustCompile(`twbench: asynq round \d of 2: .* receive\+ack (\d+)/s vs (\d+)/s`).FindAllStringSubmatch(stderr, -1)
-	require.Len(t, roundRates, 2, stderr)
-	mean := func(i int) float64 {
-		a, errA := strconv.ParseFloat(roundRates[0][i], 64)
-		b, errB := strconv.ParseFloat(roundRates[1][i], 64)
-		require.NoError(t, errors.Join(errA, errB))
-		return (a + b) / 2
-	}
+	oursMean, theirMean := meanOfTwoRounds(t, stderr, `twbench: asynq round \d of 2: .* receive\+ack (\d+)/s vs (\d+)/s`)
 	runRow := "receive+ack, 8 workers, K=100, due already (vs asynq)"
-	assert.InDelta(t, mean(1), ours[runRow], 1, "ours: the median of the rounds")
-	assert.InDelta(t, mean(2), theirs[runRow], 1, "asynq's: the median of the rounds")
+	assert.InDelta(t, oursMean, ours[runRow], 1, "ours: the median of the rounds")
+	assert.InDelta(t, theirMean, theirs[runRow], 1, "asynq's: the median of the rounds")
 
 	// The table shows asynq's values in the runtime column.
 	line := tableLine(t, stdout, "enqueue, 8 producers, K=100, due in 1h (vs asynq)")

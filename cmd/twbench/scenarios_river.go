@@ -92,14 +92,9 @@ func runRiver(e *env) (rows []row, err error) {
 
 	// The rates, in -rounds rounds (see riverRates); each figure is the
 	// median of its rounds.
-	var rs []riverRates
-	for r := range o.rounds {
-		rr, err := measureRiverRates(o, b, root, r, k, m)
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(e.stderr, "twbench: river round %d of %d: %s\n", r+1, o.rounds, rr)
-		rs = append(rs, rr)
+	rs, err := inRounds(e, "river", func(r int) (riverRates, error) { return measureRiverRates(o, b, root, r, k, m) })
+	if err != nil {
+		return nil, err
 	}
 	med := func(f func(riverRates) float64) float64 { return medianOver(rs, f) }
 	pair := func(figure, unit string, ours, theirs func(riverRates) float64) row {

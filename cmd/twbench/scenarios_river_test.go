@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -248,17 +245,10 @@ func TestRiverScenarioOnPostgres(t *testing.T) {
 	}
 
 	// The rates are the medians of the rounds' (two: their mean).
-	roundRates := regexp.MustCompile(`jobs worked (\d+)/s vs (\d+)/s`).FindAllStringSubmatch(stderr, -1)
-	require.Len(t, roundRates, 2, stderr)
-	mean := func(i int) float64 {
-		a, errA := strconv.ParseFloat(roundRates[0][i], 64)
-		b, errB := strconv.ParseFloat(roundRates[1][i], 64)
-		require.NoError(t, errors.Join(errA, errB))
-		return (a + b) / 2
-	}
+	oursMean, theirMean := meanOfTwoRounds(t, stderr, `jobs worked (\d+)/s vs (\d+)/s`)
 	jobsFast := "jobs worked, 8 workers, K=100" + fast
-	assert.InDelta(t, mean(1), ours[jobsFast], 1, "ours: the median of the rounds")
-	assert.InDelta(t, mean(2), theirs[jobsFast], 1, "River's: the median of the rounds")
+	assert.InDelta(t, oursMean, ours[jobsFast], 1, "ours: the median of the rounds")
+	assert.InDelta(t, theirMean, theirs[jobsFast], 1, "River's: the median of the rounds")
 
 	// The table shows River's values in the runtime column.
 	line := tableLine(t, stdout, "enqueue 1 at a time"+of+", due in 1h (vs River)")

@@ -86,7 +86,7 @@ end
 -- prefix returns the member prefix of a time with the given nanoseconds
 -- within its microsecond, written at seq.
 local function prefix(ns, seq)
-  return ns .. string.format('%016x', seq)
+  return string.format('%s%016x', ns, seq)
 end
 
 -- member_id returns the ID of a member of pending or dead.
@@ -117,9 +117,14 @@ local function leased(m, tok)
   return m and (m.st == 'f' or m.st == 'a') and m.tok == tok
 end
 
--- mkmeta is the meta of a message in state st, keeping the nonce of m.
+-- metaof is the meta of a message in state st written by the call of
+-- the given nonce; mkmeta is that of a message that keeps the nonce of m.
+local function metaof(st, pre, att, tok, nonce)
+  return st .. '|' .. pre .. '|' .. att .. '|' .. tok .. '|' .. nonce
+end
+
 local function mkmeta(st, pre, att, tok, m)
-  return st .. '|' .. pre .. '|' .. att .. '|' .. tok .. '|' .. m.nonce
+  return metaof(st, pre, att, tok, m.nonce)
 end
 
 -- head returns the score of the first member of the sorted set key, or -1.
@@ -189,7 +194,7 @@ local function put(id, body, score, pre, nonce, now, m)
   end
   if m then unlist(id, m) end
   redis.call('ZADD', pending_key, score, pre .. id)
-  redis.call('HSET', meta_key, id, mkmeta('p', pre, 0, 0, {nonce = nonce}))
+  redis.call('HSET', meta_key, id, metaof('p', pre, 0, 0, nonce))
   redis.call('HSET', payload_key, id, body)
   redis.call('HDEL', error_key, id)
 end
@@ -249,35 +254,37 @@ local ids = {}
 for i = 1, n do ids[i] = ARGV[4 * i - 1] end
 local metas = redis.call('HMGET', meta_key, unpack(ids))
 -- The writes of all the messages, made together below, as one command
--- each: a command called from Lua costs more than its arguments.
+-- each: a command called from Lua costs more than its arguments. The loop
+-- runs per message of a batch, so it keeps counts rather than taking #
+-- of its tables, and calls neither prefix nor metaof, but does what they do.
 local zadd, metas_new, bodies, enqueued, written = {}, {}, {}, {}, {}
+local z, e, w = 0, 0, 0 -- the lengths of zadd (and metas_new and bodies), enqueued, written
 local least, moved = -1, false
 for i = 1, n do
   local a = 4 * i - 1
   local id, body, due, ns = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   seq = seq + 1
-  local m = meta(metas[i])
+  local m = metas[i] and meta(metas[i])
   if not (m and nonce ~= '' and m.nonce == nonce) then
     local score = due
     if score == '' then score = nows end
-    local pre = prefix(ns, seq)
+    local pre = string.format('%s%016x', ns, seq) -- prefix(ns, seq)
     if not m or redis.call('HEXISTS', enqueued_key, id) == 0 then
-      enqueued[#enqueued + 1] = id
-      enqueued[#enqueued + 1] = nows
+      enqueued[e + 1], enqueued[e + 2] = id, nows
+      e = e + 2
     end
     if m and unlist(id, m) then moved = true end
-    zadd[#zadd + 1] = score
-    zadd[#zadd + 1] = pre .. id
-    metas_new[#metas_new + 1] = id
-    metas_new[#metas_new + 1] = mkmeta('p', pre, 0, 0, {nonce = nonce})
-    bodies[#bodies + 1] = id
-    bodies[#bodies + 1] = body
-    written[#written + 1] = id
+    zadd[z + 1], zadd[z + 2] = score, pre .. id
+    metas_new[z + 1], metas_new[z + 2] = id, 'p|' .. pre .. '|0|0|' .. nonce -- metaof('p', pre, 0, 0, nonce)
+    bodies[z + 1], bodies[z + 2] = id, body
+    z = z + 2
+    w = w + 1
+    written[w] = id
     local sc = tonumber(score)
     if least < 0 or sc < least then least = sc end
   end
 end
-if #written > 0 then
+if w > 0 then
   redis.call('ZADD', pending_key, unpack(zadd))
   redis.call('HSET', meta_key, unpack(metas_new))
   redis.call('HSET', payload_key, unpack(bodies))
@@ -285,7 +292,7 @@ if #written > 0 then
   -- its error text.
   redis.call('HDEL', error_key, unpack(written))
 end
-if #enqueued > 0 then redis.call('HSET', enqueued_key, unpack(enqueued)) end
+if e > 0 then redis.call('HSET', enqueued_key, unpack(enqueued)) end
 -- The earliest pending message: the one before or the earliest written,
 -- unless a message replaced was pending, which may have been the earliest.
 local after = before

@@ -72,5 +72,6 @@ func measureAsynqRates(o *options, b *asynqBench, root string, r, k int, meter *
 			return nil
 		},
 	}
-	return ar, sideBySide(r, ours, theirs)
+	err = sideBySide(r, ours, theirs) // before the return reads ar, which it fills
+	return ar, err
 }

@@ -35,7 +35,7 @@ type options struct {
 	fireN  int
 	window time.Duration
 	// rounds is how many times fire measures each engine (see runFire),
-	// and river its rates (see riverRates).
+	// and river and asynq their rates (see riverRates, asynqRates).
 	rounds int
 	// idleFor is how long idle measures CPU.
 	idleFor time.Duration
@@ -74,7 +74,8 @@ const (
 
 // quickValues are the values -quick gives to the flags not set
 // explicitly, so that every scenario runs in well under a minute on two
-// cores.
+// cores, but river, which takes about one (its three rounds, and River's
+// default fetching, which waits for its 5s scheduler).
 var quickValues = []struct{ flag, value string }{
 	{"n", "100k,1M"},
 	{"ops", "500k"},
@@ -230,7 +231,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var((*countValue)(&o.fireN), "fire-n", "fire: `count` of timers that fire")
 	fs.DurationVar(&o.window, "window", o.window, "fire: the timers' deadlines spread over this window (queue: at most 1s, durable: at most 2s)")
 	fs.IntVar(&o.rounds, "rounds", o.rounds, "fire: rounds, each measuring every engine once, in a rotated order; each figure is the median of its rounds, early firings their sum. "+
-		"river and asynq: rounds of the enqueue, jobs-worked and receive+ack rates (and their statements, calls or commands per message), ours and the other's side by side, alternating which goes first; each figure is the median of its rounds, and each round's rates go to stderr")
+		"river and asynq: rounds of the enqueue, jobs-worked and receive+ack rates (and their statements, calls or commands per message; River's default fetching once), ours and the other's side by side, alternating which goes first; each figure is the median of its rounds, and each round's rates go to stderr")
 	fs.DurationVar(&o.idleFor, "idle-for", o.idleFor, "idle: how long to measure the process's CPU")
 	fs.IntVar(&o.goroutines, "g", o.goroutines, "parallel: goroutines doing AfterFunc+Stop")
 	fs.DurationVar(&o.parallelFor, "for", o.parallelFor, "parallel: how long each measurement runs")

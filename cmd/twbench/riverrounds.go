@@ -84,5 +84,6 @@ func measureRiverRates(o *options, b *riverBench, root string, r, k int, m *pgMe
 		rr.theirRun, rr.theirRunSQL = rate, perMsg(statements, k)
 		return nil
 	})
-	return rr, sideBySide(r, ours, theirs)
+	err = sideBySide(r, ours, theirs) // before the return reads rr, which it fills
+	return rr, err
 }

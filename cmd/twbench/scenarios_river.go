@@ -60,8 +60,10 @@ func riverCount(o *options) int { return asynqCount(o) }
 func riverLateCount(o *options) int { return min(riverCount(o), 2000) }
 
 // runRiver measures the durable queue on PostgreSQL (pgstore) and River
-// on the same server, ours first then River for each figure, in a scratch
-// database that it drops at the end, each figure in queues of its own.
+// on the same server, in a scratch database that it drops at the end,
+// each figure in queues of its own: the rates side by side in -rounds
+// rounds (see riverRates), River's default fetching and the lateness
+// once, ours first.
 func runRiver(e *env) (rows []row, err error) {
 	if !isPostgresURL(e.opts.store) {
 		return nil, errors.New(needsPostgresError("river"))

@@ -289,8 +289,9 @@ if w > 0 then
   redis.call('HSET', meta_key, unpack(metas_new))
   redis.call('HSET', payload_key, unpack(bodies))
   -- A process of an older version may have deleted a message without
-  -- its error text.
-  redis.call('HDEL', error_key, unpack(written))
+  -- its error text. (HDEL of a hash that does not exist does nothing: its
+  -- arguments are not worth converting.)
+  if redis.call('EXISTS', error_key) == 1 then redis.call('HDEL', error_key, unpack(written)) end
 end
 if e > 0 then redis.call('HSET', enqueued_key, unpack(enqueued)) end
 -- The earliest pending message: the one before or the earliest written,

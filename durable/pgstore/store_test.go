@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/leasetest"
 )
 
 // TestBinaryIDs: any bytes make an ID, NUL included, and the ID of a
@@ -106,18 +107,6 @@ func die(t *testing.T, s *Store, id string) error {
 	return s.Retry(waited, id, c.Leases[0].Token, durable.RetryParams{Dead: true, Error: "dead"})
 }
 
-// deadIDs returns the IDs of the dead letters of s, oldest first.
-func deadIDs(t *testing.T, s *Store) []string {
-	t.Helper()
-	dl, err := s.DeadLetters(ctx, 100)
-	require.NoError(t, err)
-	var ids []string
-	for _, m := range dl {
-		ids = append(ids, m.ID)
-	}
-	return ids
-}
-
 func TestDeadLetterRetention(t *testing.T) {
 	kill := func(s *Store, id string) {
 		t.Helper()
@@ -125,7 +114,7 @@ func TestDeadLetterRetention(t *testing.T) {
 	}
 	dead := func(s *Store) []string {
 		t.Helper()
-		return deadIDs(t, s)
+		return leasetest.DeadIDs(t, s)
 	}
 
 	s := newStore(t, WithDeadLetterRetention(3, 0))
@@ -155,7 +144,7 @@ func TestDeadLetterRetention(t *testing.T) {
 func TestDeathSkipsLettersOthersHold(t *testing.T) {
 	s := newStore(t, WithDeadLetterRetention(2, 0))
 	kill := func(id string) error { return die(t, s, id) }
-	dead := func() []string { return deadIDs(t, s) }
+	dead := func() []string { return leasetest.DeadIDs(t, s) }
 	for _, id := range []string{"a", "b", "c"} {
 		require.NoError(t, kill(id))
 	}

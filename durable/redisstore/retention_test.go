@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/internal/leasetest"
 )
 
 // killAll makes each of ids die by a failed first attempt, with the error
@@ -27,17 +28,6 @@ func killAll(t *testing.T, s *Store, ids ...string) {
 	}
 }
 
-func deadIDs(t *testing.T, s *Store) []string {
-	t.Helper()
-	dead, err := s.DeadLetters(ctx, 100)
-	require.NoError(t, err)
-	var ids []string
-	for _, m := range dead {
-		ids = append(ids, m.ID)
-	}
-	return ids
-}
-
 // hashLen is the number of fields of the queue's hash key (meta, payload,
 // error, enqueued).
 func hashLen(t *testing.T, c redis.UniversalClient, s *Store, key int) int64 {
@@ -50,7 +40,7 @@ func hashLen(t *testing.T, c redis.UniversalClient, s *Store, key int) int64 {
 func TestDeadLetterRetentionByCount(t *testing.T) {
 	s, c, _ := newTestStore(t, WithDeadLetterRetention(3, 0))
 	killAll(t, s, "d1", "d2", "d3", "d4", "d5")
-	assert.Equal(t, []string{"d3", "d4", "d5"}, deadIDs(t, s), "the oldest go first")
+	assert.Equal(t, []string{"d3", "d4", "d5"}, leasetest.DeadIDs(t, s), "the oldest go first")
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 3, st.Dead)
@@ -68,7 +58,7 @@ func TestDeadLetterRetentionByAge(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	killAll(t, s, "new")
-	assert.Equal(t, []string{"new"}, deadIDs(t, s), "a death trims the dead letters past the age")
+	assert.Equal(t, []string{"new"}, leasetest.DeadIDs(t, s), "a death trims the dead letters past the age")
 	assert.Equal(t, int64(1), hashLen(t, c, s, keyMeta))
 	assert.Equal(t, int64(1), hashLen(t, c, s, keyError))
 	assert.Equal(t, int64(1), hashLen(t, c, s, keyEnqueued))
@@ -100,7 +90,7 @@ func TestDeadLetterRetentionBoundsABurst(t *testing.T) {
 	st, err = s.Stats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 10, st.Dead)
-	assert.Equal(t, ids[290:], deadIDs(t, s))
+	assert.Equal(t, ids[290:], leasetest.DeadIDs(t, s))
 }
 
 func TestDeadLetterRetentionDefaults(t *testing.T) {

@@ -1,7 +1,8 @@
 // Package leasetest holds scenarios that the stores on a server (pgstore,
 // redisstore) run in their tests of shared round trips: acks and
 // confirmations made at the same time, each with its own outcome, and
-// large enqueues that do not wait to share one.
+// large enqueues that do not wait to share one; and DeadIDs, which their
+// tests of dead-letter retention share.
 package leasetest
 
 import (

@@ -38,7 +38,8 @@ func sideBySide(r int, ours, theirs []func() error) error {
 	return nil
 }
 
-// medianOver returns the median of f over the rounds rs.
+// medianOver returns the median of f over the rounds rs, which is not
+// empty (fire's, river's, asynq's).
 func medianOver[R any](rs []R, f func(R) float64) float64 {
 	v := make([]float64, len(rs))
 	for i, r := range rs {

@@ -130,8 +130,8 @@ func runFire(e *env) ([]row, error) {
 	var rows []row
 	pair := func(figure, unit string, f func(fireFigures) float64) {
 		rows = append(rows,
-			both(figure+" (inline)", unit, medianOf(in, f), medianOf(rt, f)),
-			both(figure+" (goroutine)", unit, medianOf(gr, f), medianOf(rt, f)))
+			both(figure+" (inline)", unit, medianOver(in, f), medianOver(rt, f)),
+			both(figure+" (goroutine)", unit, medianOver(gr, f), medianOver(rt, f)))
 	}
 	win := "window " + e.opts.window.String()
 	pair("all fired after, "+win, unitSeconds, func(f fireFigures) float64 { return seconds(f.wall) })
@@ -175,15 +175,6 @@ func (r fireResult) figures() fireFigures {
 		max:      r.late[len(r.late)-1],
 		early:    r.early,
 	}
-}
-
-// medianOf returns the median of f over rs, which is not empty.
-func medianOf(rs []fireFigures, f func(fireFigures) float64) float64 {
-	v := make([]float64, len(rs))
-	for i, r := range rs {
-		v[i] = f(r)
-	}
-	return median(v)
 }
 
 // pooledLateness returns the lateness samples of every round, sorted.

@@ -41,9 +41,9 @@ func TestMedianOfRounds(t *testing.T) {
 		return rs
 	}
 	wall := func(f fireFigures) float64 { return f.wall.Seconds() * 1000 }
-	assert.Equal(t, 7.0, medianOf(rounds(7), wall))
-	assert.Equal(t, 3.0, medianOf(rounds(9, 1, 3), wall), "one stalled round out of three does not move it")
-	assert.Equal(t, 4.0, medianOf(rounds(5, 1, 3, 8), wall))
+	assert.Equal(t, 7.0, medianOver(rounds(7), wall))
+	assert.Equal(t, 3.0, medianOver(rounds(9, 1, 3), wall), "one stalled round out of three does not move it")
+	assert.Equal(t, 4.0, medianOver(rounds(5, 1, 3, 8), wall))
 }
 
 // TestPooledLatenessKeepsEverySample checks that the plot gets the

@@ -51,12 +51,15 @@ func TestAWakeUpWakesOneReceiverPerMessage(t *testing.T) {
 		defer q.mu.Unlock()
 		return q.waiting == receivers
 	}, 5*time.Second, time.Millisecond)
-	before := s.claims.Load()
+	// Each Never has its own baseline: testify's last poll of a Never may
+	// still be running when it returns, so its closure's variables must not
+	// be written after.
+	beforeOne := s.claims.Load()
 
 	require.NoError(t, q.Enqueue(ctx, Message{ID: "one"}))
 	d := <-got
 	assert.Equal(t, "one", d.ID)
-	require.Never(t, func() bool { return s.claims.Load()-before > 1 }, 100*time.Millisecond, 5*time.Millisecond,
+	require.Never(t, func() bool { return s.claims.Load()-beforeOne > 1 }, 100*time.Millisecond, 5*time.Millisecond,
 		"one message woke more than one receiver")
 
 	// Three messages due at once, by the timer: about three claims.
@@ -64,7 +67,7 @@ func TestAWakeUpWakesOneReceiverPerMessage(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		require.NoError(t, q.Enqueue(ctx, Message{ID: id, Due: due}))
 	}
-	before = s.claims.Load()
+	beforeThree := s.claims.Load()
 	mock.Add(time.Second)
 	for range 3 {
 		select {
@@ -73,8 +76,8 @@ func TestAWakeUpWakesOneReceiverPerMessage(t *testing.T) {
 			t.Fatal("not every due message was received")
 		}
 	}
-	require.Never(t, func() bool { return s.claims.Load()-before > 4 }, 100*time.Millisecond, 5*time.Millisecond,
-		"three messages cost %d claims", s.claims.Load()-before)
+	require.Never(t, func() bool { return s.claims.Load()-beforeThree > 4 }, 100*time.Millisecond, 5*time.Millisecond,
+		"three messages cost %d claims", s.claims.Load()-beforeThree)
 }
 
 // TestWakeUpOfAReceiverThatGaveUpGoesToAnother: a receiver woken as its

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
@@ -23,11 +25,13 @@ import (
 //     is held (due after now, or beyond the $3 that may be handed out),
 //     a new fencing token and a new seq, in order;
 //
-//   - u makes them in flight, finding each row by the ctid that c locked:
-//     one row read per message, whatever the planner estimates of k and
-//     of the queue (a queue whose rows the table's statistics do not
-//     know yet is estimated at one row, and a join on the ID alone was
-//     then planned as a scan of every row of the queue, for each claim).
+//   - u makes them in flight, finding each row by the ctid that c locked,
+//     with a TID scan of their array: one row read per message, whatever
+//     the planner estimates of k and of the queue (a queue whose rows the
+//     table's statistics do not know yet is estimated at one row, and a
+//     join on the ID alone was then planned as a scan of every row of the
+//     queue, for each claim; the generic plan, which estimates k at a
+//     tenth of the queue, joined on the ctid by the same scan).
 //     A row that another transaction changed and committed after the
 //     statement's snapshot and before c locked it is locked at its new
 //     version, which the snapshot does not see: u leaves it as it is,
@@ -73,7 +77,7 @@ u AS (
 	UPDATE {T} t SET state = 2, attempt = t.attempt + 1, token = k.token, held = k.held,
 		deadline = k.ready + $5::bigint * interval '1 microsecond', seq = k.seq
 	FROM k
-	WHERE t.ctid = k.tid AND t.queue = $1::text AND t.id = k.id
+	WHERE t.ctid = ANY (ARRAY(SELECT k2.tid FROM k k2)) AND t.ctid = k.tid AND t.queue = $1::text AND t.id = k.id
 	RETURNING t.id, t.payload, t.due, t.attempt, t.token, t.deadline, t.held, t.last_error, k.ready, k.rn
 )
 SELECT u.id, u.payload, u.due, u.attempt, u.token, u.deadline, u.held, u.last_error, u.ready,
@@ -95,12 +99,22 @@ SELECT u.id, u.payload, u.due, u.attempt, u.token, u.deadline, u.held, u.last_er
 FROM n LEFT JOIN u ON true
 ORDER BY u.rn`
 
+// genericPlanSQL, sent before claimSQL in the same implicit transaction
+// (one pgx batch, one round trip), makes PostgreSQL run the claim with
+// the plan it keeps for the prepared statement rather than plan it for
+// each call's arguments. Left to itself it plans every claim anew: the
+// plan it would keep assumes that LIMIT $2 takes a tenth of the queue,
+// which always looks dearer than a plan made for the call's limit, and
+// planning the claim costs about as much as running it. The setting
+// ends with the transaction.
+const genericPlanSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+
 // lockedRetry is how long after its horizon a Claim that skipped due
 // messages locked by others says to claim again (see Claim).
 const lockedRetry = 20 * time.Millisecond
 
 // Claim implements durable.Store: one statement, whatever the number of
-// messages it leases. A p.Limit above MaxClaim is cut to it; the lease
+// messages it leases, sent with genericPlanSQL in one round trip. A p.Limit above MaxClaim is cut to it; the lease
 // and the horizon are rounded up to the microsecond. A Claim also stops at
 // about 4 MiB of payloads, leasing the message that would take it over
 // only if it is the first. Due times are compared with the database's
@@ -117,9 +131,30 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 	if err := s.check(); err != nil {
 		return durable.Claimed{}, err
 	}
-	rows, err := s.pool.Query(ctx, s.sql.claim, s.claimArgs(p)...)
+	var b pgx.Batch
+	b.Queue(genericPlanSQL)
+	b.Queue(s.sql.claim, s.claimArgs(p)...)
+	br := s.pool.SendBatch(ctx, &b)
+	c, err := s.readClaim(br, p)
+	// The claim's writes commit when the batch ends: its leases are valid
+	// only if that succeeded.
+	if closeErr := br.Close(); err == nil {
+		err = closeErr
+	}
 	if err != nil {
 		return durable.Claimed{}, wrap("claim", err)
+	}
+	return c, nil
+}
+
+// readClaim reads the leases and hints of the claim of p from br.
+func (s *Store) readClaim(br pgx.BatchResults, p durable.ClaimParams) (durable.Claimed, error) {
+	if _, err := br.Exec(); err != nil {
+		return durable.Claimed{}, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return durable.Claimed{}, err
 	}
 	defer rows.Close()
 	var (
@@ -140,7 +175,7 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 		)
 		if err := rows.Scan(&id, &payload, &due, &attempt, &token, &deadline, &held, &lastError, &ready,
 			&now, &nextDue, &nextDeadline, &dueSoon, &cut, &paused); err != nil {
-			return durable.Claimed{}, wrap("claim", err)
+			return durable.Claimed{}, err
 		}
 		c.Now, c.NextDue, c.NextDeadline = now, orZero(nextDue), orZero(nextDeadline)
 		c.DueSoon = int(min(dueSoon, maxDueSoon))
@@ -162,7 +197,7 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 		})
 	}
 	if err := rows.Err(); err != nil {
-		return durable.Claimed{}, wrap("claim", err)
+		return durable.Claimed{}, err
 	}
 	horizon := c.Now.Add(max(p.Ahead, 0))
 	if !c.Paused && !cut && len(c.Leases) < max(0, min(p.Limit, MaxClaim)) && !c.NextDue.IsZero() && !c.NextDue.After(horizon) {

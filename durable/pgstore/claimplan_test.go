@@ -18,19 +18,51 @@ import (
 // (the planner then estimates it at one row). Before, the statement's
 // update was planned as a scan of every row of the queue for each claim,
 // which made draining a backlog of n messages cost O(n²).
+//
+// Claim runs with the generic plan (see genericPlanSQL); the plan made for
+// the arguments is checked too. Each claim is rolled back.
 func TestClaimReadsOnlyTheRowsItClaims(t *testing.T) {
 	pool, s := unknownQueue(t)
 	const backlog, limit = 5000, 100
 	enqueueN(t, s, backlog)
 
-	var plan []struct{ Plan planNode }
 	p := durable.ClaimParams{Limit: limit, Lease: time.Minute}
-	require.NoError(t, pool.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+s.sql.claim, s.claimArgs(p)...).Scan(&plan))
-	require.Len(t, plan, 1)
-	update := plan[0].Plan.find("ModifyTable")
-	require.NotNil(t, update, "the claim updates the rows it locked")
-	read := update.rowsRead("timingwheel_messages")
-	assert.Equal(t, float64(limit), read, "rows of the table read to update the %d claimed, of %d pending", limit, backlog)
+	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
+		plan := planByMode(t, pool, mode, s.sql.claim, s.claimArgs(p)...)
+		update := plan.find("ModifyTable")
+		require.NotNil(t, update, "%s: the claim updates the rows it locked", mode)
+		read := update.rowsRead("timingwheel_messages")
+		assert.Equal(t, float64(limit), read, "%s: rows of the table read to update the %d claimed, of %d pending", mode, limit, backlog)
+	}
+}
+
+// A claim runs with the plan PostgreSQL keeps for its prepared statement,
+// not with one planned anew for each call's arguments, and the setting
+// that makes it so ends with the claim.
+func TestClaimRunsWithItsGenericPlan(t *testing.T) {
+	testPool(t) // skips without PostgreSQL
+	cfg, err := pgxpool.ParseConfig(server.ConnString() + " pool_max_conns=1")
+	require.NoError(t, err)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg) // one connection: the claims' and the checks'
+	require.NoError(t, err)
+	defer pool.Close()
+	s := openStore(t, pool, freshQueue())
+	enqueueN(t, s, 20)
+
+	const claims = 10
+	for range claims {
+		c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, c.Leases, 1)
+	}
+	var generic, custom int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1`,
+		s.sql.claim).Scan(&generic, &custom))
+	assert.Equal(t, int64(claims), generic, "claims run with the generic plan")
+	assert.Zero(t, custom, "claims planned for their arguments")
+	var mode string
+	require.NoError(t, pool.QueryRow(ctx, "SHOW plan_cache_mode").Scan(&mode))
+	assert.Equal(t, "auto", mode, "the setting outlives the claim")
 }
 
 // unknownQueue returns a store on a queue that the statistics of its
@@ -229,6 +261,19 @@ func TestOneMessageStatementsReadOneRow(t *testing.T) {
 // with them).
 func rowsReadByPlan(t *testing.T, pool *pgxpool.Pool, mode, sql string, args ...any) float64 {
 	t.Helper()
+	root := planByMode(t, pool, mode, sql, args...)
+	read := root.rowsRead("timingwheel_messages")
+	if root.RelationName == "timingwheel_messages" && root.NodeType != "ModifyTable" {
+		read += (root.ActualRows + root.Filtered) * root.ActualLoops // a scan alone
+	}
+	return read
+}
+
+// planByMode runs sql with args as a prepared statement under EXPLAIN
+// ANALYZE, with plan_cache_mode set to mode, in a transaction it rolls
+// back, and returns the plan.
+func planByMode(t *testing.T, pool *pgxpool.Pool, mode, sql string, args ...any) planNode {
+	t.Helper()
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
@@ -245,12 +290,7 @@ func rowsReadByPlan(t *testing.T, pool *pgxpool.Pool, mode, sql string, args ...
 	var plan []struct{ Plan planNode }
 	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE "+name+"("+strings.Join(params, ", ")+")").Scan(&plan))
 	require.Len(t, plan, 1)
-	root := plan[0].Plan
-	read := root.rowsRead("timingwheel_messages")
-	if root.RelationName == "timingwheel_messages" && root.NodeType != "ModifyTable" {
-		read += (root.ActualRows + root.Filtered) * root.ActualLoops // a scan alone
-	}
-	return read
+	return plan[0].Plan
 }
 
 // sqlLiteral writes a as an SQL literal, for EXECUTE, which takes no
@@ -283,4 +323,30 @@ func sqlLiteral(t *testing.T, a any) string {
 	}
 	t.Fatalf("no SQL literal for %T", a)
 	return ""
+}
+
+// A claim, sent with the setting of its plan in one batch, works in each
+// of pgx's query modes, the simple protocol of PgBouncer users included.
+func TestClaimInEveryQueryExecMode(t *testing.T) {
+	testPool(t) // skips without PostgreSQL
+	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			cfg, err := pgxpool.ParseConfig(server.ConnString() + " pool_max_conns=2 default_query_exec_mode=" + mode)
+			require.NoError(t, err)
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			require.NoError(t, err)
+			defer pool.Close()
+			s := openStore(t, pool, freshQueue())
+			enqueueN(t, s, 3)
+			c, err := s.Claim(ctx, durable.ClaimParams{Limit: 5, Lease: time.Minute})
+			require.NoError(t, err)
+			require.Len(t, c.Leases, 3)
+			for _, l := range c.Leases {
+				require.NoError(t, s.Ack(ctx, l.ID, l.Token))
+			}
+			st, err := s.Stats(ctx)
+			require.NoError(t, err)
+			assert.Zero(t, st.Pending+st.InFlight)
+		})
+	}
 }

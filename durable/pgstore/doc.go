@@ -47,8 +47,9 @@
 //
 // # Statements
 //
-// Every method is one SQL statement (AdvanceSeries one transaction), one
-// round trip, atomic on its own; none holds a lock between statements:
+// Every method is one SQL statement (AdvanceSeries one transaction; Claim
+// one statement after a setting of its plan), one round trip, atomic on
+// its own; none holds a lock between statements:
 //
 //   - Enqueue: one INSERT ... ON CONFLICT DO UPDATE for up to 1000
 //     messages (16 MiB); a larger batch is several in one transaction.
@@ -58,7 +59,10 @@
 //     (concurrent claims take different rows, and never wait for each
 //     other), makes them in flight with a new token each, and returns
 //     them with the database's now, the next due time and deadline, and a
-//     count of what is left due.
+//     count of what is left due. It is sent after a set_config of
+//     plan_cache_mode, local to its transaction, so that it runs with the
+//     plan PostgreSQL keeps for it, not one planned for each call (as
+//     dear as running it).
 //   - Retry, Release, Extend: one UPDATE by primary key, token and state
 //     each; no row matched is durable.ErrLeaseLost.
 //   - Ack and Confirm (only for a lease claimed ahead or held): the same,

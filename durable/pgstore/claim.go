@@ -99,23 +99,14 @@ SELECT u.id, u.payload, u.due, u.attempt, u.token, u.deadline, u.held, u.last_er
 FROM n LEFT JOIN u ON true
 ORDER BY u.rn`
 
-// genericPlanSQL, sent before claimSQL in the same implicit transaction
-// (one pgx batch, one round trip), makes PostgreSQL run the claim with
-// the plan it keeps for the prepared statement rather than plan it for
-// each call's arguments. Left to itself it plans every claim anew: the
-// plan it would keep assumes that LIMIT $2 takes a tenth of the queue,
-// which always looks dearer than a plan made for the call's limit, and
-// planning the claim costs about as much as running it. The setting
-// ends with the transaction.
-const genericPlanSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
-
 // lockedRetry is how long after its horizon a Claim that skipped due
 // messages locked by others says to claim again (see Claim).
 const lockedRetry = 20 * time.Millisecond
 
 // Claim implements durable.Store: one statement, whatever the number of
-// messages it leases, sent with genericPlanSQL in one round trip. A p.Limit above MaxClaim is cut to it; the lease
-// and the horizon are rounded up to the microsecond. A Claim also stops at
+// messages it leases, run with the plan PostgreSQL keeps for it (see
+// genericPlanSQL). A p.Limit above MaxClaim is cut to it; the lease and
+// the horizon are rounded up to the microsecond. A Claim also stops at
 // about 4 MiB of payloads, leasing the message that would take it over
 // only if it is the first. Due times are compared with the database's
 // clock (clock_timestamp()), which Claimed.Now is.
@@ -131,32 +122,19 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 	if err := s.check(); err != nil {
 		return durable.Claimed{}, err
 	}
-	var b pgx.Batch
-	b.Queue(genericPlanSQL)
-	b.Queue(s.sql.claim, s.claimArgs(p)...)
-	br := s.pool.SendBatch(ctx, &b)
-	c, err := s.readClaim(br, p)
-	// The claim's writes commit when the batch ends: its leases are valid
-	// only if that succeeded.
-	if closeErr := br.Close(); err == nil {
-		err = closeErr
-	}
+	var c durable.Claimed
+	err := s.queryGeneric(ctx, s.sql.claim, s.claimArgs(p), func(rows pgx.Rows) (err error) {
+		c, err = s.readClaim(rows, p)
+		return err
+	})
 	if err != nil {
 		return durable.Claimed{}, wrap("claim", err)
 	}
 	return c, nil
 }
 
-// readClaim reads the leases and hints of the claim of p from br.
-func (s *Store) readClaim(br pgx.BatchResults, p durable.ClaimParams) (durable.Claimed, error) {
-	if _, err := br.Exec(); err != nil {
-		return durable.Claimed{}, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return durable.Claimed{}, err
-	}
-	defer rows.Close()
+// readClaim reads the leases and hints of the claim of p from rows.
+func (s *Store) readClaim(rows pgx.Rows, p durable.ClaimParams) (durable.Claimed, error) {
 	var (
 		c   durable.Claimed
 		cut bool // left messages it could lease for their size

@@ -139,7 +139,7 @@ func runRiver(e *env) (rows []row, err error) {
 		pair("SQL statements per job worked"+fast, unitStatementsMsg, oursRunSQL, func(r riverRates) float64 { return r.theirRunSQL }))
 	// Ours only: what the statements of a job worked do.
 	rows = append(rows,
-		oursOnly("store calls per job worked: Claim (ours, a statement each)", unitCallsMsg, med(func(r riverRates) float64 { return r.claims })),
+		oursOnly("store calls per job worked: Claim (ours, a round trip each: the claim and its plan setting)", unitCallsMsg, med(func(r riverRates) float64 { return r.claims })),
 		oursOnly("store calls per job worked: Confirm (ours, concurrent ones share a statement)", unitCallsMsg, med(func(r riverRates) float64 { return r.confirms })),
 		oursOnly("store calls per job worked: Ack (ours, concurrent ones share a statement)", unitCallsMsg, med(func(r riverRates) float64 { return r.acks })),
 		oursOnly("store calls per job worked: Extend, Release, Retry, Expired (ours)", unitCallsMsg, med(func(r riverRates) float64 { return r.others })))

@@ -180,7 +180,7 @@ func TestRiverScenarioOnPostgres(t *testing.T) {
 		"SQL statements per job worked" + fast:                                           unitStatementsMsg,
 	}
 	const calls = "store calls per job worked: "
-	claimRow, ackRow := calls+"Claim (ours, a statement each)", calls+"Ack (ours, concurrent ones share a statement)"
+	claimRow, ackRow := calls+"Claim (ours, a round trip each: the claim and its plan setting)", calls+"Ack (ours, concurrent ones share a statement)"
 	oursOnlyRows := []string{claimRow, calls + "Confirm (ours, concurrent ones share a statement)", ackRow,
 		calls + "Extend, Release, Retry, Expired (ours)"}
 	for _, f := range oursOnlyRows {

@@ -44,6 +44,14 @@
 // client, so a client whose clock is ahead cannot have a message claimed
 // early, and Claimed.Now and ExpiredLeases.Now are Redis's clock.
 //
+// On a cluster each node has its own clock. A call that several nodes
+// answer moves their instants to the clock of one of them by their
+// distance from each node's own now, as if the nodes had answered at
+// once; they answer within the call, so an instant it gives (a lease's
+// Deadline, a hint) may be off by up to the call's length either way. A
+// lease may thus be reaped up to that much before or after the Deadline
+// its holder was given; the fencing token still decides.
+//
 // Members of the pending and dead sets are the ID behind a prefix of 20
 // bytes: 4 digits of the due time's nanoseconds within the microsecond of
 // the score, then 16 hex digits of a per-shard sequence number, taken

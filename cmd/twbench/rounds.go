@@ -47,3 +47,9 @@ func medianOver[R any](rs []R, f func(R) float64) float64 {
 	}
 	return median(v)
 }
+
+// bothMedians is the row of figure with the medians over the rounds rs of
+// ours and theirs side by side.
+func bothMedians[R any](rs []R, figure, unit string, ours, theirs func(R) float64) row {
+	return both(figure, unit, medianOver(rs, ours), medianOver(rs, theirs))
+}

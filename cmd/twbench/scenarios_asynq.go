@@ -46,8 +46,9 @@ func asynqCount(o *options) int { return min(max(o.pending/50, 100), 20_000) }
 func asynqLateCount(o *options) int { return min(asynqCount(o), 2000) }
 
 // runAsynq measures the durable queue on Redis and asynq on the same
-// server, one after the other for each figure, each in queues of its own
-// that are deleted at the end.
+// server, each figure in queues of its own that are deleted at the end:
+// the rates side by side in -rounds rounds (see asynqRates), the lateness
+// once, ours first.
 func runAsynq(e *env) (rows []row, err error) {
 	o := e.opts
 	if !isRedisURL(o.store) {
@@ -76,22 +77,25 @@ func runAsynq(e *env) (rows []row, err error) {
 	if err != nil {
 		return nil, err
 	}
-	med := func(f func(asynqRates) float64) float64 { return medianOver(rs, f) }
-	theirEnq, theirEnqCmds := med(func(r asynqRates) float64 { return r.theirOne }), med(func(r asynqRates) float64 { return r.theirOneCmds })
+	pair := func(figure, unit string, ours, theirs func(asynqRates) float64) row {
+		return bothMedians(rs, figure, unit, ours, theirs)
+	}
+	theirEnq := func(r asynqRates) float64 { return r.theirOne }
+	theirEnqCmds := func(r asynqRates) float64 { return r.theirOneCmds }
 	enqOf := fmt.Sprintf(", %d producers, %s", asynqWorkers, ks)
 	// asynq has no batch enqueue: its line is the one at a time.
 	batchOf := fmt.Sprintf(" in batches of %d", durableBatch)
 	const vsOne = " (vs asynq one at a time)"
 	runOf := fmt.Sprintf(", %d workers, %s", asynqWorkers, ks)
 	rows = append(rows,
-		both("enqueue"+enqOf+", due in 1h"+vs, unitEnqueuesSec, med(func(r asynqRates) float64 { return r.oursOne }), theirEnq),
-		both("Redis commands per enqueue"+enqOf+vs, unitCommandsMsg, med(func(r asynqRates) float64 { return r.oursOneCmds }), theirEnqCmds),
-		both("enqueue"+batchOf+enqOf+", due in 1h"+vsOne, unitEnqueuesSec, med(func(r asynqRates) float64 { return r.oursBatch }), theirEnq),
-		both("Redis commands per enqueue"+batchOf+enqOf+vsOne, unitCommandsMsg, med(func(r asynqRates) float64 { return r.oursBatchCmds }), theirEnqCmds),
-		both("receive+ack"+runOf+", due already"+vs, unitAcksSec,
-			med(func(r asynqRates) float64 { return r.oursRun }), med(func(r asynqRates) float64 { return r.theirRun })),
-		both("Redis commands per receive+ack"+runOf+vs, unitCommandsMsg,
-			med(func(r asynqRates) float64 { return r.oursRunCmds }), med(func(r asynqRates) float64 { return r.theirRunCmds })))
+		pair("enqueue"+enqOf+", due in 1h"+vs, unitEnqueuesSec, func(r asynqRates) float64 { return r.oursOne }, theirEnq),
+		pair("Redis commands per enqueue"+enqOf+vs, unitCommandsMsg, func(r asynqRates) float64 { return r.oursOneCmds }, theirEnqCmds),
+		pair("enqueue"+batchOf+enqOf+", due in 1h"+vsOne, unitEnqueuesSec, func(r asynqRates) float64 { return r.oursBatch }, theirEnq),
+		pair("Redis commands per enqueue"+batchOf+enqOf+vsOne, unitCommandsMsg, func(r asynqRates) float64 { return r.oursBatchCmds }, theirEnqCmds),
+		pair("receive+ack"+runOf+", due already"+vs, unitAcksSec,
+			func(r asynqRates) float64 { return r.oursRun }, func(r asynqRates) float64 { return r.theirRun }),
+		pair("Redis commands per receive+ack"+runOf+vs, unitCommandsMsg,
+			func(r asynqRates) float64 { return r.oursRunCmds }, func(r asynqRates) float64 { return r.theirRunCmds }))
 
 	lk, win := asynqLateCount(o), durableWindow(o)
 	ours, err := durableLateness(o, filepath.Join(root, "lateness"), lk, win)

@@ -62,8 +62,8 @@ func riverLateCount(o *options) int { return min(riverCount(o), 2000) }
 // runRiver measures the durable queue on PostgreSQL (pgstore) and River
 // on the same server, in a scratch database that it drops at the end,
 // each figure in queues of its own: the rates side by side in -rounds
-// rounds (see riverRates), River's default fetching and the lateness
-// once, ours first.
+// rounds (see riverRates); River's default fetching once, after them;
+// the lateness once, ours first.
 func runRiver(e *env) (rows []row, err error) {
 	if !isPostgresURL(e.opts.store) {
 		return nil, errors.New(needsPostgresError("river"))
@@ -100,7 +100,7 @@ func runRiver(e *env) (rows []row, err error) {
 	}
 	med := func(f func(riverRates) float64) float64 { return medianOver(rs, f) }
 	pair := func(figure, unit string, ours, theirs func(riverRates) float64) row {
-		return both(figure, unit, med(ours), med(theirs))
+		return bothMedians(rs, figure, unit, ours, theirs)
 	}
 	of := fmt.Sprintf(", %d producers, %s", riverWorkers, ks)
 	batchOf := fmt.Sprintf(", batches of %d", riverBatch)

@@ -41,7 +41,8 @@ type lane struct {
 	// TimingWheel.Len): +1 for each timer made pending in the lane, -1 for
 	// each stopped or fired out of it. A cascade leaves the counts of both
 	// lanes alone, so the sum over all lanes stays exact while timers
-	// move; it is not the lane's length, and it may wrap (see Len).
+	// move; it is not the lane's length, and it may wrap: a timer that
+	// cascaded is taken off a lane that never counted it.
 	pending int32
 	// inline is where items points while the lane holds at most two
 	// timers: in the lane's own cache line, where cores using other lanes

@@ -125,7 +125,8 @@ func (w *TimingWheel) grainOf(when int64) int64 {
 // defaults), and moving a large one at once would keep the driver from
 // the timers due meanwhile. While more than half of that lead is left, the
 // driver moves a slice per look and looks again at the next grain; then it
-// moves whatever is left. None of the timers is due before the range.
+// moves whatever is left. The rest wait in the bucket, pending: none is
+// due before its range starts.
 const cascadeSlice = 1024
 
 // cascadeBudget returns how many timers the driver may move out of b, a

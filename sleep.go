@@ -49,9 +49,9 @@ type alarm struct {
 const busyWaits = 256
 
 // newAlarm returns an alarm on c, whose now (ns since the wheel's start)
-// is now: with a wakeup if real is true and the system gives one (its
-// deadline, while the program is busy, backup after each instant), with a
-// timer of c otherwise. Call close when done with it.
+// is now: with a wakeup if real is true and the system gives one (and,
+// while the program is busy, a read deadline on the wakeup backup after
+// each instant), with a timer of c otherwise. Call close when done with it.
 func newAlarm(c clock.Clock, now func() int64, real bool, backup time.Duration) *alarm {
 	a := &alarm{now: now, backup: backup, real: real}
 	if real {

@@ -15,8 +15,8 @@
 // not move them.
 //
 // On Linux the driver of a wheel on the real clock wakes on a timerfd
-// that the runtime's netpoller watches, at the instant asked for, where an
-// idle program's runtime timers fire up to a millisecond late. No thread
+// that the runtime's netpoller watches, at the instant asked for, whereas
+// an idle program's runtime timers fire up to a millisecond late. No thread
 // is held while it waits; each started wheel owns one file descriptor.
 //
 // The code follows a deadline's path: a new timer is placed (overflow.go)

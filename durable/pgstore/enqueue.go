@@ -119,15 +119,15 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	batches, err := enqueueBatches(msgs)
-	if err != nil || len(batches) == 0 {
+	b, err := newEnqueueBatch(msgs)
+	if err != nil || len(b.ids) == 0 {
 		return err
 	}
-	if len(batches) == 1 {
-		return s.enqueues.Do(ctx, batches[0])
+	if b.oneStatement() {
+		return s.enqueues.Do(ctx, b)
 	}
 	return wrap("enqueue", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		return s.enqueueInIDOrder(ctx, tx, batches)
+		return s.enqueueInIDOrder(ctx, tx, b)
 	}))
 }
 
@@ -154,17 +154,14 @@ func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, msgs ...durable.Messag
 	if tx == nil {
 		return errors.New("pgstore: EnqueueTx: nil transaction")
 	}
-	batches, err := enqueueBatches(msgs)
-	if err != nil {
+	b, err := newEnqueueBatch(msgs)
+	switch {
+	case err != nil || len(b.ids) == 0:
 		return err
+	case b.oneStatement():
+		return wrapTx(s.enqueue(ctx, tx, b))
 	}
-	switch len(batches) {
-	case 0:
-		return nil
-	case 1:
-		return wrapTx(s.enqueue(ctx, tx, batches[0]))
-	}
-	return wrapTx(s.enqueueInIDOrder(ctx, tx, batches))
+	return wrapTx(s.enqueueInIDOrder(ctx, tx, b))
 }
 
 // An enqueueBatch is the arguments of one enqueueSQL.
@@ -176,19 +173,15 @@ type enqueueBatch struct {
 	bytes         int
 }
 
-// enqueueInIDOrder writes batches, the statements of one call in the
-// order of its messages, on q, a transaction: in statements that take the
-// messages in ID order, each with the seq it has in the call's order
+// enqueueInIDOrder writes all, the messages of one call too many for one
+// statement, in the call's order, on q, a transaction: in statements that
+// take the messages in ID order, each with the seq it has in the call's order
 // (drawn first, in one statement). So two calls that each take several
 // statements lock their rows in one order, as the statement of a single
 // call does, and never wait for each other in a cycle (PostgreSQL would
 // fail one with "deadlock detected"); and messages of equal due times
 // keep the order of the call.
-func (s *Store) enqueueInIDOrder(ctx context.Context, q querier, batches []*enqueueBatch) error {
-	all := &enqueueBatch{}
-	for _, b := range batches {
-		all.append(b)
-	}
+func (s *Store) enqueueInIDOrder(ctx context.Context, q querier, all *enqueueBatch) error {
 	if err := q.QueryRow(ctx, s.sql.seqs, len(all.ids)).Scan(&all.seqs); err != nil {
 		return err
 	}
@@ -213,24 +206,26 @@ func (s *Store) enqueueInIDOrder(ctx context.Context, q querier, batches []*enqu
 	return s.enqueue(ctx, q, stmt)
 }
 
-// enqueueBatches validates msgs, keeps the last message of each ID, and
-// splits them into statements.
-func enqueueBatches(msgs []durable.Message) ([]*enqueueBatch, error) {
+// newEnqueueBatch validates msgs and returns the last message of each ID,
+// in their order, as one batch.
+func newEnqueueBatch(msgs []durable.Message) (*enqueueBatch, error) {
 	for i := range msgs {
 		if err := msgs[i].Validate(); err != nil {
 			return nil, err
 		}
 	}
 	msgs = dedup.LastOfEachID(msgs)
-	var out []*enqueueBatch
+	b := &enqueueBatch{}
 	for i := range msgs {
-		m := &msgs[i]
-		if len(out) == 0 || !out[len(out)-1].fits(len(m.Payload)) {
-			out = append(out, &enqueueBatch{})
-		}
-		out[len(out)-1].add(m)
+		b.add(&msgs[i])
 	}
-	return out, nil
+	return b, nil
+}
+
+// oneStatement reports whether b fits one statement: at most
+// maxEnqueueRows messages and maxEnqueueBytes of payloads, or one message.
+func (b *enqueueBatch) oneStatement() bool {
+	return len(b.ids) <= maxEnqueueRows && (len(b.ids) <= 1 || b.bytes <= maxEnqueueBytes)
 }
 
 // fits reports whether a message of size bytes of payload may join b.

@@ -66,9 +66,9 @@ func (s *Store) AdvanceSeries(ctx context.Context, p durable.SeriesStep) (cur du
 	if err := s.check(); err != nil {
 		return durable.Series{}, false, err
 	}
-	var batches []*enqueueBatch
+	var msg *enqueueBatch // one message: one statement
 	if p.Message.ID != "" {
-		if batches, err = enqueueBatches([]durable.Message{p.Message}); err != nil {
+		if msg, err = newEnqueueBatch([]durable.Message{p.Message}); err != nil {
 			return durable.Series{}, false, err
 		}
 	}
@@ -110,8 +110,8 @@ func (s *Store) AdvanceSeries(ctx context.Context, p durable.SeriesStep) (cur du
 				return err
 			}
 		}
-		for _, b := range batches {
-			if err := s.enqueue(ctx, tx, b); err != nil {
+		if msg != nil {
+			if err := s.enqueue(ctx, tx, msg); err != nil {
 				return err
 			}
 		}

@@ -104,8 +104,8 @@ ORDER BY u.rn`
 const lockedRetry = 20 * time.Millisecond
 
 // Claim implements durable.Store: one statement, whatever the number of
-// messages it leases, run with the plan PostgreSQL keeps for it (see
-// genericPlanSQL). A p.Limit above MaxClaim is cut to it; the lease and
+// messages it leases, run with the plan PostgreSQL keeps for it where the
+// pool keeps plans (see genericPlanSQL). A p.Limit above MaxClaim is cut to it; the lease and
 // the horizon are rounded up to the microsecond. A Claim also stops at
 // about 4 MiB of payloads, leasing the message that would take it over
 // only if it is the first. Due times are compared with the database's
@@ -129,6 +129,12 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 	})
 	if err != nil {
 		return durable.Claimed{}, wrap("claim", err)
+	}
+	if len(c.Leases) > 0 {
+		// A notification may have been decided against by a writer that
+		// saw a message this claim took as earlier than its own, and the
+		// claim may not have seen that writer's commit: look again soon.
+		s.wake.recheck()
 	}
 	return c, nil
 }
@@ -185,12 +191,6 @@ func (s *Store) readClaim(rows pgx.Rows, p durable.ClaimParams) (durable.Claimed
 		// once would skip them again, and again, while they are held: the
 		// next claim comes a little after the horizon instead.
 		c.NextDue = horizon.Add(lockedRetry)
-	}
-	if len(c.Leases) > 0 {
-		// A notification may have been decided against by a writer that
-		// saw a message this claim took as earlier than its own, and the
-		// claim may not have seen that writer's commit: look again soon.
-		s.wake.recheck()
 	}
 	return c, nil
 }

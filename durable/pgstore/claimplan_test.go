@@ -337,6 +337,7 @@ func TestClaimInEveryQueryExecMode(t *testing.T) {
 			require.NoError(t, err)
 			defer pool.Close()
 			s := openStore(t, pool, freshQueue())
+			assert.Equal(t, mode == "cache_statement", s.keepsPlans, "the setting goes only where plans are kept")
 			enqueueN(t, s, 3)
 			c, err := s.Claim(ctx, durable.ClaimParams{Limit: 5, Lease: time.Minute})
 			require.NoError(t, err)

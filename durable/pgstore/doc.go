@@ -47,19 +47,24 @@
 //
 // # Statements
 //
-// Every method is one SQL statement (AdvanceSeries one transaction; Claim
-// one statement after a setting of its plan), one round trip, atomic on
-// its own; none holds a lock between statements:
+// Every method is one SQL statement, one round trip, atomic on its own
+// (but AdvanceSeries and an Enqueue too large for one statement, one
+// transaction each; a Claim may come after a setting of its plan in the
+// same round trip); none holds a lock between statements:
 //
 //   - Enqueue: one INSERT ... ON CONFLICT DO UPDATE for up to 1000
-//     messages (16 MiB); a larger batch is several in one transaction.
-//     EnqueueTx: the same, in the caller's transaction.
+//     messages (16 MiB). A larger batch is one transaction: a statement
+//     that draws the seqs of all its messages, in the call's order, then
+//     statements that take them in ID order, so that two such calls lock
+//     their rows in one order and never deadlock. EnqueueTx: the same,
+//     in the caller's transaction.
 //   - Claim: one statement for up to MaxClaim messages: it locks the
 //     earliest due rows of the pending index with FOR UPDATE SKIP LOCKED
 //     (concurrent claims take different rows, and never wait for each
 //     other), makes them in flight with a new token each, and returns
 //     them with the database's now, the next due time and deadline, and a
-//     count of what is left due. It is sent after a set_config of
+//     count of what is left due. On a pool that prepares its statements
+//     (pgx's default mode) it is sent after a set_config of
 //     plan_cache_mode, local to its transaction, so that it runs with the
 //     plan PostgreSQL keeps for it, not one planned for each call (as
 //     dear as running it).

@@ -25,7 +25,18 @@ const genericPlanSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan
 // and has read read its rows. It returns read's error, or else the
 // batch's, where the statement's commit is reported: what read got is
 // valid only if that is nil.
+//
+// Only a pool that prepares and keeps its statements (pgx's default,
+// QueryExecModeCacheStatement) keeps plans: in pgx's other modes each
+// statement is planned anyway, and sql is sent alone.
 func (s *Store) queryGeneric(ctx context.Context, sql string, args []any, read func(pgx.Rows) error) error {
+	if !s.keepsPlans {
+		rows, err := s.pool.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		return readRows(rows, read)
+	}
 	var b pgx.Batch
 	b.Queue(genericPlanSQL)
 	b.Queue(sql, args...)
@@ -46,6 +57,11 @@ func readGeneric(br pgx.BatchResults, read func(pgx.Rows) error) error {
 	if err != nil {
 		return err
 	}
+	return readRows(rows, read)
+}
+
+// readRows has read read rows, and closes them.
+func readRows(rows pgx.Rows, read func(pgx.Rows) error) error {
 	defer rows.Close()
 	if err := read(rows); err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
@@ -41,11 +42,14 @@ const (
 // in any number of processes. See the package documentation for its
 // layout and the statements each method costs.
 type Store struct {
-	pool    *pgxpool.Pool
-	queue   string
-	opts    options
-	channel string // of NOTIFY and LISTEN
-	sql     statements
+	pool *pgxpool.Pool
+	// keepsPlans: the pool's connections prepare and keep their
+	// statements (see queryGeneric).
+	keepsPlans bool
+	queue      string
+	opts       options
+	channel    string // of NOTIFY and LISTEN
+	sql        statements
 
 	closed atomic.Bool
 	wake   notifier
@@ -87,7 +91,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, queue string, opts ...Option) 
 	} else if err := checkVersion(ctx, pool, o.schema); err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, queue: queue, opts: o, channel: channelName(o.schema, queue)}
+	s := &Store{pool: pool, queue: queue, opts: o, channel: channelName(o.schema, queue),
+		keepsPlans: pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement}
 	s.sql = newStatements(newNames(o.schema))
 	s.leases = newLeaseCoalescer(s)
 	s.enqueues = newEnqueueCoalescer(s)

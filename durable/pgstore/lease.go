@@ -62,9 +62,10 @@ SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM nt)`
 // A letter skipped is trimmed by a later death; oldest picks the letters
 // beyond the count before it skips any, so that it never deletes a newer
 // one in place of one skipped; nothing is counted or locked when no
-// message died (the EXISTS on u comes first, before the count that the
-// limit needs). gone names the letters by
-// their IDs, and the queue as a value the planner does not see (see
+// message died: EXISTS (SELECT 1 FROM u) refers to no row of the scan, so
+// PostgreSQL checks it once, before the scan and the subqueries of its
+// limit run, wherever it stands in the condition. gone names the letters
+// by their IDs, and the queue as a value the planner does not see (see
 // leasesSQL), so that it finds them by the primary key, not by a scan of
 // the queue.
 //

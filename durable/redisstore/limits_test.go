@@ -15,6 +15,7 @@ import (
 
 	"github.com/seed64e23a5c/timingwheel/durable"
 	"github.com/seed64e23a5c/timingwheel/internal/durablebench"
+	"github.com/seed64e23a5c/timingwheel/internal/leasetest"
 )
 
 // TestScriptsAreShort has a backlog of 20,000 messages come due at once,
@@ -225,15 +226,7 @@ func TestDeadLettersPagesStopAtMaxReadBytes(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}))
-	dl, err := s.DeadLetters(ctx, 100)
-	require.NoError(t, err)
-	assert.Equal(t, ids(ls), func() []string {
-		var out []string
-		for _, m := range dl {
-			out = append(out, m.ID)
-		}
-		return out
-	}(), "all, in the order they died")
+	assert.Equal(t, ids(ls), leasetest.DeadIDs(t, s), "all, in the order they died")
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Len(t, pages, n/2, "pages of 2 MiB")

@@ -22,7 +22,7 @@ import (
 
 // A Coalescer sends the calls that arrive while one of its batches is
 // under way together, in the next batch. Its zero value is not usable:
-// Send must be set; Take and Yield may be left zero.
+// Send must be set; Take, Yield and Alone may be left zero.
 type Coalescer[T any] struct {
 	// Take picks the calls of the next batch among those waiting, in
 	// their order of arrival, and must pick the first (the leader's own);
@@ -59,8 +59,8 @@ type Call[T any] struct {
 	lead chan struct{} // closed when the call is to lead the next batch
 }
 
-// Do sends arg in a batch of c, with other calls, and returns its
-// outcome. If ctx has ended, Do returns its error at once. If ctx ends
+// Do sends arg in a batch of c, with other calls (alone, at once, if
+// c.Alone picks it), and returns its outcome. If ctx has ended, Do returns its error at once. If ctx ends
 // while the call waits for a batch, Do returns
 // ctx.Err() and the call is not sent, unless it is being taken in a batch
 // or given the lead at that moment: then, as once it is sent, Do returns

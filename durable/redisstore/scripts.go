@@ -119,6 +119,8 @@ end
 
 -- metaof is the meta of a message in state st written by the call of
 -- the given nonce; mkmeta is that of a message that keeps the nonce of m.
+-- The enqueue script's loop writes a pending message's meta inline, in
+-- this format.
 local function metaof(st, pre, att, tok, nonce)
   return st .. '|' .. pre .. '|' .. att .. '|' .. tok .. '|' .. nonce
 end
@@ -289,9 +291,8 @@ if w > 0 then
   redis.call('HSET', meta_key, unpack(metas_new))
   redis.call('HSET', payload_key, unpack(bodies))
   -- A process of an older version may have deleted a message without
-  -- its error text. (HDEL of a hash that does not exist does nothing: its
-  -- arguments are not worth converting.)
-  if redis.call('EXISTS', error_key) == 1 then redis.call('HDEL', error_key, unpack(written)) end
+  -- its error text.
+  redis.call('HDEL', error_key, unpack(written))
 end
 if e > 0 then redis.call('HSET', enqueued_key, unpack(enqueued)) end
 -- The earliest pending message: the one before or the earliest written,

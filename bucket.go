@@ -10,43 +10,36 @@ import (
 // noExpiration marks a bucket that is not armed in the delay queue.
 const noExpiration = math.MaxInt64
 
-// A bucket holds the timers of one slot of one wheel level.
-//
-// Its timers are spread over a few lanes, each a slice of timers under its
-// own mutex, so that goroutines scheduling timers for the same moment do
-// not all queue on one lock. The lanes share one expiration: the instant
-// at which the driver must look at the bucket.
+// A bucket holds the timers of one slot of one wheel level, spread over
+// lanes, each a slice under its own mutex, so that goroutines scheduling
+// timers for the same moment do not all queue on one lock.
 type bucket struct {
-	// exp is the instant (ns since start) at which the bucket is due, or
-	// noExpiration (see arm).
-	exp   atomic.Int64
-	lanes []lane
-	// coarse is true for the buckets of overflow levels, whose timers
-	// cascade down rather than fire.
-	coarse bool
+	// exp, which the lanes share, is the instant (ns since start) at which
+	// the driver must look at the bucket, or noExpiration (see arm).
+	exp    atomic.Int64
+	lanes  []lane
+	coarse bool // of an overflow level, whose timers cascade rather than fire
 }
 
-// A lane holds timers in a slice; each timer knows its position, so
+// A lane holds timers in a slice, each timer knowing its index (pos), so
 // adding and removing one are O(1): removal moves the last timer into the
 // hole. A slice rather than an intrusive list keeps the Timer at 48 bytes
 // with three pointers, which is what the garbage collector pays for per
-// pending timer, and frees Stop from touching two neighbours.
-//
-// Its fields are guarded by mu.
+// pending timer, and frees Stop from touching two neighbours. Its fields
+// are guarded by mu.
 type lane struct {
 	mu    sync.Mutex
 	items []*Timer
 	id    uint32 // see laneID
-	// pending is this lane's share of the wheel's pending count (see
-	// TimingWheel.Len): +1 for each timer made pending in the lane, -1 for
-	// each stopped or fired out of it. A cascade leaves the counts of both
-	// lanes alone, so the sum over all lanes stays exact while timers
-	// move; it is not the lane's length, and it may wrap: a timer that
-	// cascaded is taken off a lane that never counted it.
+	// pending is the lane's share of the wheel's pending count (see
+	// TimingWheel.Len): +1 per timer made pending in it, -1 per timer
+	// stopped or fired out of it. A cascade changes neither lane's count,
+	// so the sum over all lanes stays exact while timers move. A lane's
+	// count is not its length, and may wrap: a cascaded timer is taken off
+	// a lane that never counted it.
 	pending int32
-	// inline is where items points while the lane holds at most two
-	// timers: in the lane's own cache line, where cores using other lanes
-	// never write.
+	// inline backs items while the lane holds at most two timers, in the
+	// lane's own cache line, where cores using other lanes never write.
 	inline [2]*Timer
 	_      [8]byte // to a 64-byte cache line
 }
@@ -261,15 +254,13 @@ func (sp *spares) push(l *lane, t *Timer) {
 			}
 		}
 	}
-	if best < 0 {
-		l.push(t, nil)
-		return
+	var a []*Timer
+	if best >= 0 {
+		a = sp.arrays[best]
+		sp.slots -= cap(a)
+		last := len(sp.arrays) - 1
+		sp.arrays[best], sp.arrays[last] = sp.arrays[last], nil
+		sp.arrays = sp.arrays[:last]
 	}
-	a := sp.arrays[best]
 	l.push(t, a)
-	sp.slots -= cap(a)
-	last := len(sp.arrays) - 1
-	sp.arrays[best] = sp.arrays[last]
-	sp.arrays[last] = nil
-	sp.arrays = sp.arrays[:last]
 }

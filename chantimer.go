@@ -8,8 +8,8 @@ import (
 	"weak"
 )
 
-// Channel timers are garbage-collected when the program no longer
-// references them, as time.Timer's are since Go 1.23, so that
+// Channel timers are garbage-collected once unreferenced, as time.Timer's
+// are since Go 1.23 (see NewTimer), so that
 //
 //	select {
 //	case <-w.After(time.Hour):
@@ -18,17 +18,15 @@ import (
 //
 // in a loop does not keep a timer per iteration for an hour.
 //
-// The program references a channel timer through its Timer or through C
-// alone (After returns only C), so C is what decides: the Timer the
-// program holds (the handle) refers to C and to a second Timer (the core),
-// which the wheel links in its lanes and which refers to C only weakly.
-// When C becomes unreachable, a cleanup attached to it stops the core.
-// AfterFunc timers are not collected: their tasks must run.
+// A program may reference a channel timer through C alone (After returns
+// only C), so C decides: the Timer the program holds (the handle) refers to
+// C and to a second Timer (the core), which the wheel links and which refers
+// to C only weakly. A cleanup attached to C stops the core once C is
+// unreachable. AfterFunc timers are not collected: their tasks must run.
 
-// chanTimer is what NewTimer allocates; the program gets &Timer. The
-// handle's state word says kindChan and never changes: that, not C (which
-// a program may assign on any Timer, as on a time.Timer), is how the Timer
-// methods tell a handle. The core is never given to the program.
+// chanTimer is what NewTimer allocates; the program gets &Timer, the handle,
+// never the core. The Timer methods tell a handle by its state word,
+// kindChan for good, not by C, which a program may set on any Timer.
 type chanTimer struct {
 	Timer        // the handle: C and w; never linked
 	core  *Timer // linked in the lanes; sends on C through a weak pointer
@@ -55,17 +53,12 @@ func (w *TimingWheel) newChanTimer() *chanTimer {
 	return &chanTimer{Timer: Timer{state: kindChan, C: c, w: w}, core: core}
 }
 
-// chanTimer returns the chanTimer whose handle t is; t's kind must be
-// kindChan.
-func (t *Timer) chanTimer() *chanTimer {
-	return (*chanTimer)(unsafe.Pointer(t))
-}
+// chanTimer returns the chanTimer whose handle t is (t is of kindChan).
+func (t *Timer) chanTimer() *chanTimer { return (*chanTimer)(unsafe.Pointer(t)) }
 
 func (h *chanTimer) stop() bool {
 	stopped := h.core.stop()
-	if drain(h.C) {
-		stopped = true
-	}
+	drained := drain(h.C)
 	runtime.KeepAlive(h) // C stays reachable: no cleanup stops the core meanwhile
-	return stopped
+	return stopped || drained
 }

@@ -2,13 +2,11 @@ package timingwheel
 
 import "sync"
 
-// delayQueue is a min-heap of bucket expirations, instants in ns since the
-// wheel's start (see bucket.exp). The driver sleeps until
-// its minimum is due. A bucket may appear more than once when its
-// expiration moved earlier; the driver skips entries whose expiration no
-// longer matches the bucket's (see TimingWheel.pass).
-//
-// It is small: one entry per armed bucket, not per timer.
+// delayQueue is a min-heap of bucket expirations (see bucket.exp), one
+// entry per armed bucket, not per timer; the driver sleeps until its
+// minimum is due. A bucket may appear more than once when its expiration
+// moved earlier; the driver skips entries whose expiration no longer
+// matches the bucket's (see TimingWheel.pass).
 type delayQueue struct {
 	mu      sync.Mutex
 	entries []delayEntry
@@ -41,12 +39,9 @@ func (q *delayQueue) popDue(now int64) (delayEntry, bool) {
 	}
 	e := q.entries[0]
 	last := len(q.entries) - 1
-	q.entries[0] = q.entries[last]
-	q.entries[last] = delayEntry{}
+	q.entries[0], q.entries[last] = q.entries[last], delayEntry{}
 	q.entries = q.entries[:last]
-	if last > 0 {
-		q.down(0)
-	}
+	q.down(0)
 	return e, true
 }
 

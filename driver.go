@@ -7,23 +7,17 @@ import (
 )
 
 // The driver is one goroutine per started wheel. Each pass of its loop
-// reads the clock, then takes every bucket due by that instant from the
-// delay queue, earliest first, and expires it: a level-0 or the due
-// bucket fires its timers due by then (or by a later reading of the
-// clock); a coarse bucket cascades its timers to finer buckets, which are
-// due later, or fires those already due. Every timer due at the instant
-// fires in the pass, however far the clock jumped. It then releases the
-// Sync calls the pass served and sleeps (sleep.go) until the earliest
-// bucket is due or it is kicked: for a new earliest bucket, a Sync, or
-// Stop.
+// reads the clock and expires every bucket due by then, earliest first
+// (see expire), so every timer due fires in the pass however far the
+// clock jumped. It then releases the Sync calls the pass served and
+// sleeps (sleep.go) until the earliest bucket is due or it is kicked.
 
 // flushBatch is how many timers the driver looks at per hold of a lane's
 // lock; it hands their tasks over between holds.
 const flushBatch = 256
 
-// spareIdle is how long the driver must have nothing to do for it to let
-// its spare arrays go, so that a wheel whose stream of timers has stopped
-// keeps no memory for it.
+// spareIdle is how long the driver must have nothing to do before it
+// lets its spare arrays go (see spares).
 const spareIdle = time.Second
 
 func (w *TimingWheel) run() {
@@ -59,10 +53,11 @@ func (w *TimingWheel) run() {
 		} else {
 			al.stop()
 		}
-		// A kick changes what it kicks for before it pokes the wakeup,
-		// and setting the alarm may have replaced that poke: look again.
+		// A kick changes what it kicks for before it pokes, and setting
+		// the alarm may have replaced the poke: look again. (A mock
+		// clock may have stepped past next meanwhile.)
 		if w.stopped.Load() || w.takeSyncRequests() || armed && w.now() >= next {
-			continue // (a mock clock may have stepped past next meanwhile)
+			continue
 		}
 		if n, ok := w.queue.peek(); ok && (!armed || n < next) {
 			continue
@@ -71,9 +66,8 @@ func (w *TimingWheel) run() {
 	}
 }
 
-// kick wakes the driver, which goes round its loop: for a new earliest
-// bucket, a Sync, or Stop. A driver that waits on a wakeup is poked;
-// one that selects (a mock clock, or no timerfd) is signalled on kicks.
+// kick wakes the driver for a new earliest bucket, a Sync, or Stop: it
+// pokes the wakeup, or, without one, signals kicks.
 func (w *TimingWheel) kick() {
 	if wk := w.wake.Load(); wk != nil {
 		wk.poke()
@@ -86,23 +80,20 @@ func (w *TimingWheel) kick() {
 }
 
 // kickForNewMin kicks the driver for a new earliest bucket, unless the
-// driver is in its pass: the pass arms buckets itself (what is left of an
-// expired one, the targets of a cascade), and the driver looks at the
-// delay queue's minimum after the pass anyway, so a kick would only make
-// it go round once more for nothing. An adder that reads passing as true
-// pushed its bucket before the driver cleared the flag, so before the
-// driver's look (the flag and the queue's lock order the two).
+// driver is in its pass, which arms buckets itself and looks at the delay
+// queue's minimum afterwards anyway. An adder that reads passing as true
+// pushed its bucket before the driver cleared the flag, so before that
+// look.
 func (w *TimingWheel) kickForNewMin() {
 	if !w.passing.Load() {
 		w.kick()
 	}
 }
 
-// pass expires every bucket due at now (ns since start), earliest first.
-// The due bucket is expired at most once per pass: a timer armed due again
-// meanwhile (a task run inline that resets its own timer to 0) waits for
-// the next pass, after Sync and Stop have been looked at, so that it
-// cannot hold the driver for ever. It returns false if the wheel stopped.
+// pass expires every bucket due at now (ns since start), earliest first,
+// and reports false if the wheel stopped. The due bucket is expired once
+// per pass: a timer armed due again meanwhile (an inline task resetting
+// its own timer to 0) waits for the next, so it cannot hold the driver.
 func (w *TimingWheel) pass(now int64) bool {
 	if now/w.tick > w.cur.Load() {
 		w.cur.Store(now / w.tick) // only the driver writes it; it never goes back
@@ -132,21 +123,18 @@ func (w *TimingWheel) pass(now int64) bool {
 	return false
 }
 
-// expire looks at the timers of b, which is due at now. In a level-0 or
-// the due bucket the timers due by now (read again before each batch: what
-// came due meanwhile fires too) fire and the others stay, and b is
-// armed again for the grain of the earliest of them. In a coarse bucket
-// every timer cascades to the finer bucket its deadline maps to now, or
-// fires if due; while the bucket's range is still far ahead, only a slice
-// of them does (see cascadeSlice), and b is armed again for the next grain.
+// expire looks at the timers of b, which is due at now (read again
+// before each batch, so what came due meanwhile fires too). A level-0 or
+// the due bucket fires the timers due and keeps the others, armed for the
+// grain of the earliest. A coarse bucket cascades each timer to the finer
+// bucket its deadline maps to now, or fires it if due; while its range is
+// still far ahead, only a slice of them (see cascadeSlice).
 //
-// Each lane is looked at under its lock, in batches of flushBatch timers,
-// from its end: taking a timer out moves the lane's last timer, looked at
-// already, into its place. Between batches the lock is let go and the
-// tasks are handed over. A Stop meanwhile may move a timer looked at
-// already back among those to look at (a second look, harmless); timers
-// added meanwhile go to the end, for the next look at b, which their
-// adders armed.
+// Each lane is looked at under its lock, in batches of flushBatch, from
+// its end: taking a timer out moves the last one, looked at already, into
+// its place. Between batches the lock is let go and the tasks are handed
+// over. A Stop meanwhile may give a timer a second, harmless look; timers
+// added meanwhile go to the end, for a later look their adders armed.
 func (w *TimingWheel) expire(b *bucket, now int64) {
 	budget := w.cascadeBudget(b, now)
 	left := int64(noExpiration) // the earliest deadline left in b
@@ -197,10 +185,9 @@ func (w *TimingWheel) expire(b *bucket, now int64) {
 	}
 }
 
-// fire fires t, which the driver took out of l, whose lock it holds.
-// A channel timer sends now, before it is idle (so that a Stop that sees
-// it idle finds the value to drain); the task of any other becomes the
-// driver's to hand over.
+// fire fires t, which the driver took out of l, whose lock it holds. A
+// channel timer sends before it is idle, so a Stop that sees it idle finds
+// the value to drain; any other's task is the driver's to hand over.
 func (w *TimingWheel) fire(l *lane, t *Timer) {
 	l.pending--
 	s := t.load()
@@ -215,16 +202,16 @@ func (w *TimingWheel) fire(l *lane, t *Timer) {
 }
 
 // warm reads the code pointer of f, a task about to be handed over, so
-// that its closure is in the cache when the task runs: the driver's loop
-// overlaps these misses, where each task's goroutine would wait for its
-// own. warmed only keeps the read from being optimized away.
+// that its closure is in the cache when it runs: the driver's loop
+// overlaps these misses, where each task would wait for its own. warmed
+// keeps the read from being optimized away.
 func (w *TimingWheel) warm(f func()) {
 	w.warmed += **(**uintptr)(unsafe.Pointer(&f))
 }
 
-// cascade links t, which the driver took out of l, a lane of the coarse
-// bucket from whose lock it holds, into the finer bucket its deadline maps
-// to now. The pending counts stay as they were (see lane.pending).
+// cascade links t, taken out of l (a lane of from, locked), into the
+// finer bucket its deadline maps to now. The pending counts stay as they
+// were (see lane.pending).
 func (w *TimingWheel) cascade(from *bucket, l *lane, t *Timer) {
 	b, exp := w.placeFor(t.when, false)
 	dst := l // a timer beyond the top level's span may map to its own bucket
@@ -252,18 +239,15 @@ func (w *TimingWheel) handOverTasks() {
 		}
 	}
 	if w.exec == nil && len(w.tasks) > 1 {
-		// Let the goroutines just started run, and give their runners
-		// back, before the next batch adds more behind them.
-		runtime.Gosched()
+		runtime.Gosched() // let the goroutines just started run, and give their runners back
 	}
 	w.tasks = w.tasks[:0]
 }
 
 // keepFired makes t, a fired timer whose task the stopped wheel will not
-// hand over, pending again, in the due bucket, which no driver looks at
-// any more: like the timers the wheel's Stop kept in their buckets, Len
-// counts it and a Stop of it returns true. A Stop or Reset that took it
-// first has settled it already.
+// hand over, pending again in the due bucket, which no driver looks at any
+// more: Len counts it and a Stop of it returns true, as for the timers
+// Stop kept in their buckets. A Stop or Reset that took it first wins.
 func (w *TimingWheel) keepFired(t *Timer) {
 	l := w.due.laneFor(t)
 	l.mu.Lock()

@@ -5,8 +5,7 @@ import "math"
 // The hierarchy of wheels. Level 0 has size buckets of one tick each. Each
 // overflow level i > 0 has size buckets of (size/2)^i ticks each, so a
 // bucket of level i spans half of level i-1: the levels overlap twice.
-// Levels are created the first time a timer needs them. Under the
-// defaults (1ms tick, 512 buckets) six levels cover every deadline:
+// Under the defaults (1ms tick, 512 buckets) six levels cover every deadline:
 //
 //	level  bucket width  level span
 //	0      1 ms          512 ms
@@ -34,21 +33,18 @@ type level struct {
 	buckets []bucket
 }
 
-// level returns level i, creating it if needed.
+// level returns level i, creating it the first time a timer needs it.
 func (w *TimingWheel) level(i int) *level {
 	if lv := w.levels[i].Load(); lv != nil {
 		return lv
 	}
 	lv := &level{shift: uint(i) * (w.sizeShift - 1), buckets: newBuckets(int(w.size), w.lanes, i+1)}
-	if w.levels[i].CompareAndSwap(nil, lv) {
-		return lv
-	}
+	w.levels[i].CompareAndSwap(nil, lv) // a loser loads the winner's level
 	return w.levels[i].Load()
 }
 
 // bucketFor returns the bucket for a timer due at tick d, when the wheel's
-// clock is at tick c0, and the tick at which that bucket must be looked
-// at.
+// clock is at tick c0, and the tick at which to look at that bucket.
 func (w *TimingWheel) bucketFor(d, c0 int64) (*bucket, int64) {
 	if d <= c0 {
 		return &w.due, d
@@ -60,26 +56,25 @@ func (w *TimingWheel) bucketFor(d, c0 int64) (*bucket, int64) {
 	for i := 1; ; i++ {
 		lv = w.level(i)
 		n, c := d>>lv.shift, c0>>lv.shift
-		// Here n >= c+2, since d did not fit level i-1, so the cascade
-		// tick, n-1, is still ahead of c0.
-		if n-c < w.size {
-			return &lv.buckets[n&w.mask], (n - 1) << lv.shift
-		}
-		if i == w.numLevels-1 {
+		if n-c >= w.size {
+			if i != w.numLevels-1 {
+				continue
+			}
 			// Beyond the top level's span: the slot, within one rotation
 			// and at least two slots ahead, that the deadline maps to.
 			n = c + 2 + (n-c-2)&w.mask
-			return &lv.buckets[n&w.mask], (n - 1) << lv.shift
 		}
+		// Here n >= c+2, since d did not fit level i-1, so the cascade
+		// tick, n-1, is still ahead of c0.
+		return &lv.buckets[n&w.mask], (n - 1) << lv.shift
 	}
 }
 
 // placeFor returns the bucket for a timer due at when (ns since start), on
-// the driver's clock, and the instant (ns since start) at which the driver
-// must look at it: for a coarse bucket the start of its cascade, for a
-// level-0 one the end of the grain the deadline falls in, so that each
-// timer fires at the end of its grain rather than of its tick. due puts
-// the timer in the due bucket, which the driver looks at on its next pass.
+// the driver's clock, and the instant at which the driver must look at it:
+// for a coarse bucket the start of its cascade, for a level-0 one the end
+// of the grain the deadline falls in (see grainsPerTick). due puts the
+// timer in the due bucket, which the driver looks at on its next pass.
 func (w *TimingWheel) placeFor(when int64, due bool) (*bucket, int64) {
 	if due {
 		return &w.due, when
@@ -94,8 +89,7 @@ func (w *TimingWheel) placeFor(when int64, due bool) (*bucket, int64) {
 	return b, exp * w.tick
 }
 
-// tickOf returns the tick a deadline of when ns falls in: when rounded up
-// to a tick.
+// tickOf returns when (ns since start) rounded up to a tick.
 func (w *TimingWheel) tickOf(when int64) int64 {
 	d := when / w.tick
 	if when%w.tick > 0 {
@@ -120,13 +114,12 @@ func (w *TimingWheel) grainOf(when int64) int64 {
 }
 
 // cascadeSlice is how many timers the driver moves per look at a coarse
-// bucket whose range is still far ahead: such a bucket comes due one of
-// its own ticks before its range starts (256ms ahead at level 1 with the
-// defaults), and moving a large one at once would keep the driver from
-// the timers due meanwhile. While more than half of that lead is left, the
-// driver moves a slice per look and looks again at the next grain; then it
-// moves whatever is left. The rest wait in the bucket, pending: none is
-// due before its range starts.
+// bucket whose range is still far ahead. Such a bucket comes due one of
+// its own ticks before its range starts, and moving a large one at once
+// would keep the driver from the timers due meanwhile: while more than
+// half of that lead is left, the driver moves a slice per look and looks
+// again at the next grain, then moves the rest. The timers not moved yet
+// wait in the bucket, pending: none is due before its range starts.
 const cascadeSlice = 1024
 
 // cascadeBudget returns how many timers the driver may move out of b, a
@@ -139,12 +132,9 @@ func (w *TimingWheel) cascadeBudget(b *bucket, now int64) int {
 	lv := w.levels[code-1].Load()
 	nowTick := now / w.tick
 	next := nowTick>>lv.shift + 1 // the level's next range
-	if next&w.mask != int64(slot) {
-		return math.MaxInt
-	}
 	start, half := next<<lv.shift, int64(1)<<lv.shift/2
-	if nowTick >= start-half {
-		return math.MaxInt
+	if next&w.mask != int64(slot) || nowTick >= start-half {
+		return math.MaxInt // b is not the next range's bucket, or half the lead is spent
 	}
 	return cascadeSlice
 }

@@ -66,18 +66,16 @@ func (w *TimingWheel) ScheduleFunc(s Scheduler, f func()) *Timer {
 	if !ok {
 		return nil
 	}
-	p := &periodic{s: s, f: f}
 	t := &Timer{w: w}
-	p.t = t
+	p := &periodic{t: t, s: s, f: f}
 	t.f = p.run
 	w.schedule(t, when, when <= now, kindPeriodic)
 	return t
 }
 
-// nextAfter asks s for the time after ns (ns since start), passing it in
-// UTC, and returns that time in ns since start; false if the schedule
-// ends. The result is ns plus the span Next added, so it is on the
-// monotonic clock whatever the wall clock does.
+// nextAfter asks s for the time after ns (ns since start), passed in UTC,
+// and returns ns plus the span Next added, so that the wall clock does not
+// move it (see Scheduler); false if the schedule ends.
 func (w *TimingWheel) nextAfter(s Scheduler, ns int64) (int64, bool) {
 	base := w.timeAt(ns).UTC()
 	n := s.Next(base)
@@ -116,12 +114,10 @@ type periodic struct {
 // run is the task of a periodic timer: it claims the run, calls f, and
 // arms the next run unless the timer was stopped or reset meanwhile. The
 // claim and the re-arm are made under the timer's lock, so that neither
-// mixes with a Reset; the run and the Scheduler's Next are called outside
-// it, so that Stop and Reset never wait on them, and they may call them.
-//
-// Within a run, only this run moves the timer to running (the next run
-// waits for mu), so a timer still running at the end was neither stopped
-// nor reset during the run.
+// mixes with a Reset; f and Next are called outside it, so that Stop and
+// Reset never wait on them, and they may call them. Only this run moves
+// the timer to running (the next waits for p.mu), so a timer still
+// running at the end was neither stopped nor reset during the run.
 func (p *periodic) run() {
 	t, w := p.t, p.t.w
 	p.mu.Lock()

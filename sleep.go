@@ -6,19 +6,16 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-// An alarm is how the driver sleeps until the instant its next bucket is
-// due, or until it is kicked (a new earliest bucket, Sync, Stop). On the
-// real clock, where the system has one, it waits on a wakeup (see
-// timerfd_linux.go), which wakes an idle program closer to the instant
-// than a runtime timer does and which a kick pokes; otherwise it selects
-// on a timer of the wheel's clock and on the wheel's kicks. Neither holds
-// a thread while it waits.
+// An alarm is how the driver sleeps until its next bucket is due or it is
+// kicked. On the real clock, where the system has one, it waits on a
+// wakeup (timerfd_linux.go), which wakes an idle program closer to the
+// instant than a runtime timer does; otherwise it selects on a timer of
+// the wheel's clock and on the wheel's kicks. Neither holds a thread.
 //
 // On the real clock the alarm is set again only when the instant changes
-// or it went off (setting a wakeup is a system call), not on every pass.
-// A mock clock's timer is set again on every pass, from the clock's now at
-// that moment: a wait computed before a step of the clock would go off
-// late by the step. The alarm is owned by the driver goroutine.
+// or it went off (setting a wakeup is a system call). A mock clock's timer
+// is set again on every pass, from the clock's now: a wait computed before
+// a step would go off late by the step. The driver goroutine owns it.
 type alarm struct {
 	now    func() int64 // the wheel's clock, ns since start
 	target int64        // the instant (ns since start) it is set for
@@ -39,19 +36,18 @@ type alarm struct {
 	timerOn bool // the timer is set for target and has not gone off
 }
 
-// busyWaits is how many waits after a late wake-up (by more than half the
-// backup interval) also set the wakeup's read deadline. A late wake-up
-// says the program is busy: its Ps did not poll the fd in time, and the
-// deadline's runtime timer, which they check each time they schedule, is
-// the backstop. An idle program is woken in time by the fd alone, and
-// does not pay for setting a runtime timer at each wait, which wakes
-// another thread to poll for it.
+// busyWaits is how many waits after a wake-up late by more than half the
+// backup interval also set the wakeup's read deadline. Such a wake-up says
+// the program is busy: its Ps did not poll the fd in time, but they check
+// the deadline's runtime timer each time they schedule. An idle program,
+// woken in time by the fd, does not pay for a runtime timer at each wait,
+// which wakes another thread to poll for it.
 const busyWaits = 256
 
-// newAlarm returns an alarm on c, whose now (ns since the wheel's start)
-// is now: with a wakeup if real is true and the system gives one (and,
-// while the program is busy, a read deadline on the wakeup backup after
-// each instant), with a timer of c otherwise. Call close when done with it.
+// newAlarm returns an alarm on c, whose reading in ns since the wheel's
+// start is now: with a wakeup if real is true and the system gives one,
+// with a timer of c otherwise. backup is how long after each instant a
+// busy program's read deadline is set. Call close when done with it.
 func newAlarm(c clock.Clock, now func() int64, real bool, backup time.Duration) *alarm {
 	a := &alarm{now: now, backup: backup, real: real}
 	if real {

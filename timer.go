@@ -96,10 +96,9 @@ func (t *Timer) cas(old, new uint64) bool { return atomic.CompareAndSwapUint64(&
 
 func (t *Timer) store(s uint64) { atomic.StoreUint64(&t.state, s) }
 
-// timerLocks are the timers' locks. A Timer has no room for a mutex of its
-// own (it is 48 bytes, a size class of the allocator), so it uses one of
-// these, chosen by its address; two timers that share one wait only for
-// each other's O(1) work. Each sits on a cache line of its own.
+// timerLocks are the timers' locks, one chosen by a timer's address: a
+// Timer (48 bytes, a size class of the allocator) has no room for a mutex,
+// and two timers that share one wait only for each other's O(1) work.
 var timerLocks [256]struct {
 	sync.Mutex
 	_ [64 - unsafe.Sizeof(sync.Mutex{})]byte
@@ -173,9 +172,9 @@ func (t *Timer) stop() bool {
 	}
 }
 
-// unlink changes t's state from s, a pending state, to next, taking t out
-// of its lane, under the lane's lock. It returns false, doing nothing, if
-// t's state is no longer s.
+// unlink takes t out of its lane and changes its state from s, pending,
+// to next, under the lane's lock; false, doing nothing, if t's state is no
+// longer s.
 func (t *Timer) unlink(s, next uint64) bool {
 	l := t.w.laneByID(laneOf(s))
 	l.mu.Lock()
@@ -232,10 +231,9 @@ func (t *Timer) reset(when int64, due bool) bool {
 	return t.rearm(when, due, nil)
 }
 
-// rearm makes t pending at when (ns since start), whatever its status;
-// due says the deadline has already passed. c is the channel of a channel
-// timer, drained once t is owned, so that it keeps no stale value. It
-// reports whether t was active.
+// rearm makes t pending at when (ns since start), whatever its status,
+// and reports whether t was active; due says when has passed. c, a
+// channel timer's channel, is drained once t is owned: no stale value.
 func (t *Timer) rearm(when int64, due bool, c <-chan time.Time) bool {
 	mu := t.mutex()
 	mu.Lock()
@@ -250,8 +248,8 @@ func (t *Timer) rearm(when int64, due bool, c <-chan time.Time) bool {
 }
 
 // own takes t, whatever its status, for the holder of its lock: out of its
-// lane if it is pending, and locked, so that a Stop meanwhile waits. It
-// returns the state it set and whether t was active (not idle).
+// lane if pending, and locked, so that a Stop meanwhile waits. It returns
+// the state it set and whether t was active (not idle).
 func (t *Timer) own() (owned uint64, active bool) {
 	for {
 		s := t.load()

@@ -13,22 +13,20 @@ import (
 // On Linux an idle Go program waits for its next runtime timer in
 // epoll_wait, whose timeout is in whole milliseconds, so a runtime timer
 // fires up to a millisecond late (golang/go#44343). A timerfd that the
-// runtime's netpoller watches wakes a goroutine at the instant the kernel's
-// timer expires, and no thread is held while it waits.
+// runtime's netpoller watches wakes a goroutine when the kernel's timer
+// expires, and no thread is held while it waits.
 //
 // A wakeup is one such timerfd, armed by the driver for the instant its
-// next bucket is due. Whatever else must wake the driver (a new earliest
-// bucket, Sync, Stop) pokes it by moving the fd's read deadline into the
-// past. A read deadline a little after the instant is also the backstop
-// for a busy program (see busyWaits): the runtime looks at the fd only
-// when a P has nothing else to run (or every 10ms), but checks the
+// next bucket is due. A kick pokes it by moving the fd's read deadline
+// into the past. A read deadline a little after the instant is also the
+// backstop for a busy program (see busyWaits): the runtime looks at the fd
+// only when a P has nothing else to run (or every 10ms), but checks the
 // deadline's timer each time it schedules.
 //
 // rc.Read forgets what the poller saw of the fd before the call, so a wait
-// reads the fd first, to learn of an expiry that came before it, unless
-// the instant it is armed for is still ahead or a wait has seen this arming
-// expire (arming again resets the fd's count). So a wait that starts in
-// time makes no system call.
+// reads the fd first, to learn of an earlier expiry, unless the instant is
+// still ahead or a wait has seen this arming expire (arming again resets
+// the fd's count): a wait that starts in time makes no system call.
 type wakeup struct {
 	f  *os.File
 	rc syscall.RawConn

@@ -105,10 +105,10 @@ const lockedRetry = 20 * time.Millisecond
 
 // Claim implements durable.Store: one statement, whatever the number of
 // messages it leases, run with the plan PostgreSQL keeps for it where the
-// pool keeps plans (see genericPlanSQL). A p.Limit above MaxClaim is cut to it; the lease and
-// the horizon are rounded up to the microsecond. A Claim also stops at
-// about 4 MiB of payloads, leasing the message that would take it over
-// only if it is the first. Due times are compared with the database's
+// pool keeps plans (see genericPlanSQL). A p.Limit above MaxClaim is cut
+// to it; the lease and the horizon are rounded up to the microsecond. A
+// Claim also stops at about 4 MiB of payloads, leasing the message that
+// would take it over only if it is the first. Due times are compared with the database's
 // clock (clock_timestamp()), which Claimed.Now is.
 //
 // Messages locked by another transaction (another claim in progress, or

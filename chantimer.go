@@ -50,11 +50,20 @@ func (w *TimingWheel) newChanTimer() *chanTimer {
 		}
 	}
 	runtime.AddCleanup(hdr, func(core *Timer) { core.stop() }, core)
-	return &chanTimer{Timer: Timer{state: kindChan, C: c, w: w}, core: core}
+	h := &chanTimer{Timer: Timer{state: kindChan, C: c, w: w}, core: core}
+	h.when = int64(uintptr(unsafe.Pointer(h))) // the handle needs no deadline: see chanTimer
+	return h
 }
 
-// chanTimer returns the chanTimer whose handle t is (t is of kindChan).
-func (t *Timer) chanTimer() *chanTimer { return (*chanTimer)(unsafe.Pointer(t)) }
+// chanTimer returns the chanTimer whose handle t is (t is of kindChan). A
+// handle's when holds its own address, so that a copy of it, which is not
+// followed by a core, panics rather than reading past its end.
+func (t *Timer) chanTimer() *chanTimer {
+	if uintptr(t.when) != uintptr(unsafe.Pointer(t)) {
+		panic(errCopied)
+	}
+	return (*chanTimer)(unsafe.Pointer(t))
+}
 
 func (h *chanTimer) stop() bool {
 	stopped := h.core.stop()

@@ -166,6 +166,11 @@ func (w *TimingWheel) expire(b *bucket, now int64) {
 			}
 			l.mu.Unlock()
 			w.handOverTasks()
+			if w.stopped.Load() {
+				// The wheel's Stop may have returned during a custom
+				// executor's call: fire nothing more.
+				return
+			}
 			now = max(now, w.now())
 			l.mu.Lock()
 			j = min(j, len(l.items)-1)
@@ -193,10 +198,10 @@ func (w *TimingWheel) fire(l *lane, t *Timer) {
 	s := t.load()
 	if kind(s) == kindChan {
 		t.f() // a send of w.firedAt that never blocks
-		t.store(withStatus(s, statusIdle))
+		t.move(s, withStatus(s, statusIdle), byOwner)
 		return
 	}
-	t.store(withStatus(s, statusFired))
+	t.move(s, withStatus(s, statusFired), byOwner)
 	w.warm(t.f)
 	w.tasks = append(w.tasks, t)
 }
@@ -220,7 +225,8 @@ func (w *TimingWheel) cascade(from *bucket, l *lane, t *Timer) {
 		dst.mu.Lock()
 	}
 	w.spares.push(dst, t)
-	t.store(pendingIn(t.load(), dst.id))
+	s := t.load()
+	t.move(s, pendingIn(s, dst.id), byOwner)
 	if dst != l {
 		dst.mu.Unlock()
 	}
@@ -251,7 +257,7 @@ func (w *TimingWheel) handOverTasks() {
 func (w *TimingWheel) keepFired(t *Timer) {
 	l := w.due.laneFor(t)
 	l.mu.Lock()
-	if s := t.load(); status(s) == statusFired && t.cas(s, pendingIn(s, l.id)) {
+	if s := t.load(); status(s) == statusFired && t.move(s, pendingIn(s, l.id), byCAS) {
 		l.push(t, nil)
 		l.pending++
 	}

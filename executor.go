@@ -17,8 +17,10 @@ import (
 // driver sees the flag, keeps the tasks it has not handed over and exits.
 
 // handOver hands t's task over from the driver, letting w.handing go while
-// it calls a custom executor.
+// it calls a custom executor. The task counts as under way before that, so
+// that a Shutdown whose Stop returned meanwhile waits for it.
 func (w *TimingWheel) handOver(t *Timer) {
+	w.underway.n.Add(1)
 	if w.exec != nil {
 		w.handing.Unlock()
 		defer w.handing.Lock()
@@ -26,9 +28,9 @@ func (w *TimingWheel) handOver(t *Timer) {
 	w.execute(t)
 }
 
-// execute hands t's task to the executor: by default, to a new goroutine.
+// execute hands t's task, counted as under way, to the executor: by
+// default, to a new goroutine.
 func (w *TimingWheel) execute(t *Timer) {
-	w.underway.n.Add(1)
 	r, _ := w.runners.Get().(*runner)
 	if r == nil {
 		r = &runner{w: w}
@@ -66,17 +68,36 @@ func (r *runner) runOnce() {
 func (w *TimingWheel) runFired(t *Timer) {
 	defer w.taskDone()
 	s := t.load()
-	if kind(s) == kindPeriodic || status(s) == statusFired && t.cas(s, withStatus(s, statusIdle)) {
+	if kind(s) == kindPeriodic || status(s) == statusFired && t.move(s, withStatus(s, statusIdle), byCAS) {
 		w.runTask(t.f)
 	}
 }
 
-// runBeforeStart hands the task of t, a new timer already due on a wheel not
-// started yet, to the executor at once (see AfterFunc), fired as the driver
-// fires one, so that a Stop before the task starts still prevents it.
-func (w *TimingWheel) runBeforeStart(t *Timer, k uint64) {
-	t.state = k | statusFired // t is not shared yet
+// handBeforeStart hands the task of t, a new timer of kind k already due,
+// to the executor at once (see AfterFunc), fired as the driver fires one,
+// so that a Stop of t before the task starts still prevents it; false,
+// doing nothing, if the wheel has started or stopped meanwhile. The wheel's
+// life lock orders it with Start and Stop: a Stop that returns first keeps
+// the task from the executor, and one that returns after it finds it
+// counted as under way (see Shutdown). A default executor's goroutine is
+// started under the lock; a custom executor is called after it, as the
+// driver calls one, so that a Stop never waits for such a call.
+func (w *TimingWheel) handBeforeStart(t *Timer, k uint64) bool {
+	w.life.Lock()
+	if w.started.Load() || w.stopped.Load() {
+		w.life.Unlock()
+		return false
+	}
+	t.move(k, k|statusFired, byCreator)
+	w.underway.n.Add(1)
+	if w.exec == nil {
+		w.execute(t)
+		w.life.Unlock()
+		return true
+	}
+	w.life.Unlock()
 	w.execute(t)
+	return true
 }
 
 // runTask runs f, reporting a panic to the panic handler.

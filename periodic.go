@@ -125,7 +125,7 @@ func (p *periodic) run() {
 	mu := t.mutex()
 	mu.Lock()
 	s := t.load()
-	if status(s) != statusFired || !t.cas(s, withStatus(s, statusRunning)) {
+	if status(s) != statusFired || !t.move(s, withStatus(s, statusRunning), byCAS) {
 		mu.Unlock()
 		return // stopped or reset after it fired: this run does not start
 	}
@@ -140,10 +140,10 @@ func (p *periodic) run() {
 	defer mu.Unlock()
 	s = withStatus(s, statusRunning)
 	if !ok {
-		t.cas(s, withStatus(s, statusIdle)) // the schedule ends, unless a Stop or Reset came first
+		t.move(s, withStatus(s, statusIdle), byCAS) // the schedule ends, unless a Stop or Reset came first
 		return
 	}
-	if owned := withStatus(s, statusIdle) | locked; t.cas(s, owned) {
+	if owned := withStatus(s, statusIdle) | locked; t.move(s, owned, byCAS) {
 		t.when = when
 		w.insert(t, owned, false)
 	}

@@ -20,25 +20,37 @@ import (
 //
 // The statuses:
 //
-//	idle     not scheduled: new, stopped, or fired and its task started
+//	new      made, not shared with any other goroutine yet
+//	idle     not scheduled: stopped, or fired and its task started
 //	pending  in the lane its state names, waiting for its deadline
 //	fired    the driver fired it; its task is handed over, not started
 //	running  a periodic timer's run is in progress
+//	locked   idle and owned by a Reset or a periodic re-arm, which makes
+//	         it pending again
 //
-// The transitions, and what each happens under:
+// Every change of a state word is made by move, which a build with the
+// tag timingwheel_debug checks against this table, function included
+// (transitions_test.go holds the table to the one in move's check):
 //
-//	pending -> idle     Stop                       the lane's lock
-//	pending -> pending  the driver cascades it     the lane's lock, then the target lane's
-//	pending -> fired    the driver fires it        the lane's lock
-//	pending -> idle     the driver sends on C      the lane's lock, after the send
-//	fired   -> idle     its task starts            a CAS: runs the task if it wins
-//	fired   -> running  a periodic run starts      the timer's lock and a CAS
-//	fired   -> pending  a stopped wheel keeps it   the due lane's lock and a CAS
-//	fired,
-//	running -> idle     Stop                       a CAS
-//	any     -> locked   Reset, periodic re-arm     the timer's lock, and the lane's
-//	                                               lock or a CAS
-//	locked  -> pending  the same Reset or re-arm   the timer's lock, then the lane's
+//	from     to       function        under
+//	new      pending  insert          the lane's lock (AfterFunc, NewTimer, ScheduleFunc)
+//	new      fired    handBeforeStart the wheel's life lock
+//	idle     locked   own             the timer's lock and a CAS (Reset)
+//	pending  idle     unlink          the lane's lock (Stop)
+//	pending  locked   unlink          the timer's lock, then the lane's (own)
+//	pending  pending  cascade         the lane's lock, then the target lane's
+//	pending  fired    fire            the lane's lock
+//	pending  idle     fire            the lane's lock, after a channel timer's send
+//	fired    idle     runFired        a CAS: its task starts if it wins
+//	fired    idle     stop            a CAS
+//	fired    pending  keepFired       the due lane's lock and a CAS (a stopped wheel)
+//	fired    running  run             the timer's lock and a CAS (a periodic run starts)
+//	fired    locked   own             the timer's lock and a CAS
+//	running  idle     stop            a CAS
+//	running  idle     run             the timer's lock and a CAS (the schedule ended)
+//	running  locked   run             the timer's lock and a CAS (the re-arm)
+//	running  locked   own             the timer's lock and a CAS
+//	locked   pending  insert          the timer's lock, then the lane's
 //
 // A pending timer's state changes only under its lane's lock, and a lane
 // holds exactly the timers pending in it: whoever holds a lane's lock owns
@@ -48,11 +60,14 @@ import (
 // after it sees the timer fired or moved. The other place is the CAS out
 // of fired: exactly one of a task's start and a Stop or Reset wins it.
 //
-// The lock order is: a timer's periodic run lock, the timer's lock, a
-// lane's lock, a finer lane's lock (only the driver holds two lanes),
-// the delay queue's lock. A timer's lock (see mutex) is held by Reset and
-// by a periodic run's start and re-arm, for O(1) work; Stop takes it
-// only to wait for such an owner. The driver never takes it.
+// The lock order is: a periodic timer's run lock (periodic.mu), the
+// wheel's life lock (Start, Stop, handBeforeStart), the driver's handing
+// lock (executor.go), a timer's lock, a lane's lock, a finer lane's lock
+// (only the driver holds two lanes), the delay queue's lock. The Sync
+// requests' lock (syncMu) is taken with none of these held. A timer's lock
+// (see mutex) is held by Reset and by a periodic run's start and re-arm,
+// for O(1) work; Stop takes it only to wait for such an owner. The driver
+// never takes it.
 
 const (
 	statusIdle uint64 = iota
@@ -92,9 +107,30 @@ func laneOf(s uint64) uint32 { return uint32(s & laneMask >> laneShift) }
 
 func (t *Timer) load() uint64 { return atomic.LoadUint64(&t.state) }
 
-func (t *Timer) cas(old, new uint64) bool { return atomic.CompareAndSwapUint64(&t.state, old, new) }
+// How move changes a state word.
+const (
+	byCAS     = iota // a CAS, which fails if the state is no longer old
+	byOwner          // a store: the caller owns t (see the table above)
+	byCreator        // a store to a new timer, shared with no one yet
+)
 
-func (t *Timer) store(s uint64) { atomic.StoreUint64(&t.state, s) }
+// move changes t's state from old to new, as how says, and reports
+// whether it did. Every change of a timer's state is made here; with the
+// tag timingwheel_debug it panics on a change the table above lacks.
+func (t *Timer) move(old, new uint64, how int) bool {
+	if debugTransitions {
+		checkMove(old, new, how)
+	}
+	switch how {
+	case byCAS:
+		return atomic.CompareAndSwapUint64(&t.state, old, new)
+	case byOwner:
+		atomic.StoreUint64(&t.state, new)
+	default:
+		t.state = new
+	}
+	return true
+}
 
 // timerLocks are the timers' locks, one chosen by a timer's address: a
 // Timer (48 bytes, a size class of the allocator) has no room for a mutex,
@@ -112,8 +148,10 @@ func (t *Timer) mutex() *sync.Mutex {
 
 // Timer is a task or a channel send scheduled on a TimingWheel. It is
 // created by AfterFunc, ScheduleFunc or NewTimer, and is safe for use by
-// many goroutines at once.
+// many goroutines at once. A Timer must not be copied: use the *Timer it
+// was made as (go vet reports a copy; Stop or Reset of a copy panics).
 type Timer struct {
+	_     noCopy
 	state uint64 // see above; atomic, and first to be 64-bit aligned
 	when  int64  // the deadline, ns since the wheel's start
 
@@ -164,7 +202,7 @@ func (t *Timer) stop() bool {
 		case status(s) == statusIdle:
 			return false
 		default: // fired or running
-			if t.cas(s, withStatus(s, statusIdle)) {
+			if t.move(s, withStatus(s, statusIdle), byCAS) {
 				return true
 			}
 		}
@@ -182,9 +220,13 @@ func (t *Timer) unlink(s, next uint64) bool {
 		l.mu.Unlock()
 		return false
 	}
+	if int(t.pos) >= len(l.items) || l.items[t.pos] != t {
+		l.mu.Unlock()
+		panic(errCopied) // a copy of a pending timer: its lane holds the original
+	}
 	l.remove(t)
 	l.pending--
-	t.store(next) // after remove: once t is not pending, a Reset may link it elsewhere
+	t.move(s, next, byOwner) // after remove: once t is not pending, a Reset may link it elsewhere
 	l.mu.Unlock()
 	return true
 }
@@ -258,7 +300,7 @@ func (t *Timer) own() (owned uint64, active bool) {
 			if t.unlink(s, owned) {
 				return owned, true
 			}
-		} else if t.cas(s, owned) {
+		} else if t.move(s, owned, byCAS) {
 			return owned, status(s) != statusIdle
 		}
 	}
@@ -272,3 +314,14 @@ func drain(c <-chan time.Time) bool {
 		return false
 	}
 }
+
+// errCopied is what Stop and Reset panic with when called on a copy of a
+// Timer.
+const errCopied = "timingwheel: Stop or Reset called on a copy of a Timer; use the *Timer it was made as"
+
+// noCopy makes go vet's copylocks check report a copied Timer; it takes no
+// room, as a Timer's first field.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}

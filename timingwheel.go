@@ -368,11 +368,10 @@ func (w *TimingWheel) After(d time.Duration) <-chan time.Time { return w.NewTime
 // returns it; due says the deadline has already passed.
 func (w *TimingWheel) schedule(t *Timer, when int64, due bool, k uint64) *Timer {
 	t.when = when
-	if k != kindChan && !w.started.Load() && !w.stopped.Load() && (due || when <= w.now()) {
-		w.runBeforeStart(t, k)
-	} else {
-		w.insert(t, k, due)
+	if k != kindChan && !w.started.Load() && !w.stopped.Load() && (due || when <= w.now()) && w.handBeforeStart(t, k) {
+		return t
 	}
+	w.insert(t, k, due)
 	return t
 }
 
@@ -385,9 +384,9 @@ func (w *TimingWheel) insert(t *Timer, s uint64, due bool) {
 	l.push(t, nil)
 	l.pending++
 	if s&locked != 0 {
-		t.store(pendingIn(s, l.id))
+		t.move(s, pendingIn(s, l.id), byOwner)
 	} else {
-		t.state = pendingIn(s, l.id) // a new timer, not shared yet
+		t.move(s, pendingIn(s, l.id), byCreator)
 	}
 	l.mu.Unlock()
 	b.arm(exp, w.queue)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Smoke tests on the real clock, where the driver wakes on its wakeup (a
+// Smoke tests on the real clock, where the driver wakes on its timerfd (a
 // timerfd on Linux) as well as its clock timer: every timer fires, none
 // early, none very late. The lateness bounds are loose, to hold on a
 // loaded 2-core machine; BenchmarkFire measures the real figures.
@@ -59,7 +59,7 @@ func TestRealClockFiresNeverEarly(t *testing.T) {
 	}
 }
 
-// Many wheels, each with its own wakeup, fire at once: every timer of
+// Many wheels, each with its own timerfd, fire at once: every timer of
 // every wheel fires, none early, and none holds up the others for long.
 func TestManyWheelsFireTogether(t *testing.T) {
 	const wheels, n = 40, 100

@@ -215,7 +215,7 @@ func (l *lane) shrink() (released []*Timer) {
 // the lanes it fills to grow into, so that lanes that fill and empty on
 // every rotation do not allocate each time. They hold minLaneCap to
 // maxSpareCap slots each, maxSpareSlots in all (128 KiB), and are let go
-// when the driver has had nothing to do for spareIdle.
+// when the driver has had nothing to do for spareLinger.
 const (
 	maxSpareCap   = 1024
 	maxSpareSlots = 16384

@@ -121,7 +121,7 @@ func TestDriverReusesLaneArrays(t *testing.T) {
 	}
 	require.Equal(t, total, w.spares.slots)
 
-	// With nothing to do for more than spareIdle, the driver lets them go.
+	// With nothing to do for more than spareLinger, the driver lets them go.
 	require.True(t, busy.Stop())
 	advance(t, w, mock, 200*time.Millisecond)
 	require.Empty(t, w.spares.arrays)

@@ -10,7 +10,7 @@ import "sync"
 type delayQueue struct {
 	mu      sync.Mutex
 	entries []delayEntry
-	onMin   func() // called when the minimum moves earlier: it kicks the driver
+	onMin   func() // called when the minimum moves earlier: it wakes the driver
 }
 
 type delayEntry struct {

@@ -10,24 +10,24 @@ import (
 // reads the clock and expires every bucket due by then, earliest first
 // (see expire), so every timer due fires in the pass however far the
 // clock jumped. It then releases the Sync calls the pass served and
-// sleeps (sleep.go) until the earliest bucket is due or it is kicked.
+// sleeps (sleep.go) until the earliest bucket is due or it is woken.
 
 // flushBatch is how many timers the driver looks at per hold of a lane's
 // lock; it hands their tasks over between holds.
 const flushBatch = 256
 
-// spareIdle is how long the driver must have nothing to do before it
+// spareLinger is how long the driver must have nothing to do before it
 // lets its spare arrays go (see spares).
-const spareIdle = time.Second
+const spareLinger = time.Second
 
-func (w *TimingWheel) run() {
+func (w *TimingWheel) drive() {
 	defer w.handing.Unlock() // after close(w.exited): see Stop
 	defer close(w.exited)
-	al := newAlarm(w.clock, w.now, w.realClock, time.Duration(w.grainOf(1)))
-	defer al.close()
-	if al.wk != nil {
-		w.wake.Store(al.wk)
-		defer w.wake.Store(nil) // before al.close
+	sl := newSleeper(w.clock, w.now, w.realClock, time.Duration(w.grainOf(1)))
+	defer sl.close()
+	if sl.tfd != nil {
+		w.fd.Store(sl.tfd)
+		defer w.fd.Store(nil) // before sl.close
 	}
 	for {
 		w.takeSyncRequests()
@@ -39,7 +39,7 @@ func (w *TimingWheel) run() {
 			return
 		}
 		next, armed := w.queue.peek()
-		if !armed || next-now > int64(spareIdle) {
+		if !armed || next-now > int64(spareLinger) {
 			w.spares.drop()
 		}
 		w.releaseWaiters(now)
@@ -49,12 +49,12 @@ func (w *TimingWheel) run() {
 			if wait <= 0 {
 				continue // came due during the pass
 			}
-			al.set(next, wait)
+			sl.set(next, wait)
 		} else {
-			al.stop()
+			sl.stop()
 		}
-		// A kick changes what it kicks for before it pokes, and setting
-		// the alarm may have replaced the poke: look again. (A mock
+		// A wake changes what it wakes for before it wakes, and setting
+		// the sleeper may have replaced the wake: look again. (A mock
 		// clock may have stepped past next meanwhile.)
 		if w.stopped.Load() || w.takeSyncRequests() || armed && w.now() >= next {
 			continue
@@ -62,31 +62,31 @@ func (w *TimingWheel) run() {
 		if n, ok := w.queue.peek(); ok && (!armed || n < next) {
 			continue
 		}
-		al.wait(w.kicks)
+		sl.wait(w.wakes)
 	}
 }
 
-// kick wakes the driver for a new earliest bucket, a Sync, or Stop: it
-// pokes the wakeup, or, without one, signals kicks.
-func (w *TimingWheel) kick() {
-	if wk := w.wake.Load(); wk != nil {
-		wk.poke()
+// wake wakes the driver for a new earliest bucket, a Sync, or Stop: it
+// wakes the timerfd, or, without one, signals wakes.
+func (w *TimingWheel) wake() {
+	if tfd := w.fd.Load(); tfd != nil {
+		tfd.wake()
 		return
 	}
 	select {
-	case w.kicks <- struct{}{}:
+	case w.wakes <- struct{}{}:
 	default:
 	}
 }
 
-// kickForNewMin kicks the driver for a new earliest bucket, unless the
+// wakeForNewMin wakes the driver for a new earliest bucket, unless the
 // driver is in its pass, which arms buckets itself and looks at the delay
 // queue's minimum afterwards anyway. An adder that reads passing as true
 // pushed its bucket before the driver cleared the flag, so before that
 // look.
-func (w *TimingWheel) kickForNewMin() {
+func (w *TimingWheel) wakeForNewMin() {
 	if !w.passing.Load() {
-		w.kick()
+		w.wake()
 	}
 }
 
@@ -248,20 +248,6 @@ func (w *TimingWheel) handOverTasks() {
 		runtime.Gosched() // let the goroutines just started run, and give their runners back
 	}
 	w.tasks = w.tasks[:0]
-}
-
-// keepFired makes t, a fired timer whose task the stopped wheel will not
-// hand over, pending again in the due bucket, which no driver looks at any
-// more: Len counts it and a Stop of it returns true, as for the timers
-// Stop kept in their buckets. A Stop or Reset that took it first wins.
-func (w *TimingWheel) keepFired(t *Timer) {
-	l := w.due.laneFor(t)
-	l.mu.Lock()
-	if s := t.load(); status(s) == statusFired && t.move(s, pendingIn(s, l.id), byCAS) {
-		l.push(t, nil)
-		l.pending++
-	}
-	l.mu.Unlock()
 }
 
 type syncRequest struct {

@@ -1,7 +1,6 @@
 package timingwheel
 
 import (
-	"context"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -73,6 +72,20 @@ func (w *TimingWheel) runFired(t *Timer) {
 	}
 }
 
+// keepFired makes t, a fired timer whose task the stopped wheel will not
+// hand over, pending again in the due bucket, which no driver looks at any
+// more: Len counts it and a Stop of it returns true, as for the timers
+// Stop kept in their buckets. A Stop or Reset that took it first wins.
+func (w *TimingWheel) keepFired(t *Timer) {
+	l := w.due.laneFor(t)
+	l.mu.Lock()
+	if s := t.load(); status(s) == statusFired && t.move(s, pendingIn(s, l.id), byCAS) {
+		l.push(t, nil)
+		l.pending++
+	}
+	l.mu.Unlock()
+}
+
 // handBeforeStart hands the task of t, a new timer of kind k already due,
 // to the executor at once (see AfterFunc), fired as the driver fires one,
 // so that a Stop of t before the task starts still prevents it; false,
@@ -127,32 +140,15 @@ func (w *TimingWheel) recoverPanic() {
 // so the count only falls, and the first to see zero closes idle.
 type underway struct {
 	n        atomic.Int64
-	idleOnce sync.Once
-	idle     chan struct{} // closed once the wheel is stopped and no task is under way
+	doneOnce sync.Once
+	done     chan struct{} // closed once the wheel is stopped and no task is under way
 }
 
 // taskDone counts a task that returned.
 func (w *TimingWheel) taskDone() {
 	if w.underway.n.Add(-1) == 0 && w.stopped.Load() {
-		w.underway.closeIdle()
+		w.underway.closeDone()
 	}
 }
 
-func (c *underway) closeIdle() { c.idleOnce.Do(func() { close(c.idle) }) }
-
-// Shutdown calls Stop, then waits until every task handed to the executor
-// has returned, or until ctx ends, returning ctx.Err() (the tasks go on); a
-// task an executor never runs is waited for until then. It must not be
-// called from a task of the wheel, which would wait for itself; call Stop.
-func (w *TimingWheel) Shutdown(ctx context.Context) error {
-	w.Stop()
-	if w.underway.n.Load() == 0 {
-		w.underway.closeIdle()
-	}
-	select {
-	case <-w.underway.idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (c *underway) closeDone() { c.doneOnce.Do(func() { close(c.done) }) }

@@ -1,7 +1,6 @@
 package timingwheel
 
 import (
-	"math"
 	"sync"
 	"time"
 )
@@ -83,23 +82,6 @@ func (w *TimingWheel) nextAfter(s Scheduler, ns int64) (int64, bool) {
 		return 0, false
 	}
 	return max(0, addSaturating(ns, int64(n.Sub(base)))), true
-}
-
-// addSaturating returns a+b, clamped to the int64 range.
-func addSaturating(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	if b < 0 && a < math.MinInt64-b {
-		return math.MinInt64
-	}
-	return a + b
-}
-
-// nsAt converts a time on the wheel's clock to ns since start, clamped to
-// [0, MaxInt64].
-func (w *TimingWheel) nsAt(t time.Time) int64 {
-	return max(0, int64(t.Sub(w.start)))
 }
 
 type periodic struct {

@@ -6,58 +6,58 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-// An alarm is how the driver sleeps until its next bucket is due or it is
-// kicked. On the real clock, where the system has one, it waits on a
-// wakeup (timerfd_linux.go), which wakes an idle program closer to the
+// An sleeper is how the driver sleeps until its next bucket is due or it is
+// woken. On the real clock, where the system has one, it waits on a
+// timerfd (timerfd_linux.go), which wakes an idle program closer to the
 // instant than a runtime timer does; otherwise it selects on a timer of
-// the wheel's clock and on the wheel's kicks. Neither holds a thread.
+// the wheel's clock and on the wheel's wakes. Neither holds a thread.
 //
-// On the real clock the alarm is set again only when the instant changes
-// or it went off (setting a wakeup is a system call). A mock clock's timer
+// On the real clock the sleeper is set again only when the instant changes
+// or it went off (setting a timerfd is a system call). A mock clock's timer
 // is set again on every pass, from the clock's now: a wait computed before
 // a step would go off late by the step. The driver goroutine owns it.
-type alarm struct {
+type sleeper struct {
 	now    func() int64 // the wheel's clock, ns since start
 	target int64        // the instant (ns since start) it is set for
 
-	// With a wakeup: the fd is armed for target, and, while the program
+	// With a timerfd: the fd is armed for target, and, while the program
 	// is busy, its read deadline is set a backup interval after it (see
 	// busyWaits and timerfd_linux.go).
-	wk         *wakeup
+	tfd        *timerfd
 	backup     time.Duration
-	wkOn       bool // the fd is armed for target and has not gone off
+	armed      bool // the fd is armed for target and has not gone off
 	deadlineOn bool // the deadline is set for target and has not passed
 	busy       int  // waits left that also set the deadline (see busyWaits)
 
-	// Without one: a func timer of the wheel's clock that signals rang.
+	// Without one: a func timer of the wheel's clock that signals expired.
 	timer   *clock.Timer
-	rang    chan struct{}
+	expired chan struct{}
 	real    bool // the timer is on the real clock
 	timerOn bool // the timer is set for target and has not gone off
 }
 
 // busyWaits is how many waits after a wake-up late by more than half the
-// backup interval also set the wakeup's read deadline. Such a wake-up says
+// backup interval also set the timerfd's read deadline. Such a wake-up says
 // the program is busy: its Ps did not poll the fd in time, but they check
 // the deadline's runtime timer each time they schedule. An idle program,
 // woken in time by the fd, does not pay for a runtime timer at each wait,
 // which wakes another thread to poll for it.
 const busyWaits = 256
 
-// newAlarm returns an alarm on c, whose reading in ns since the wheel's
-// start is now: with a wakeup if real is true and the system gives one,
+// newSleeper returns an sleeper on c, whose reading in ns since the wheel's
+// start is now: with a timerfd if real is true and the system gives one,
 // with a timer of c otherwise. backup is how long after each instant a
 // busy program's read deadline is set. Call close when done with it.
-func newAlarm(c clock.Clock, now func() int64, real bool, backup time.Duration) *alarm {
-	a := &alarm{now: now, backup: backup, real: real}
+func newSleeper(c clock.Clock, now func() int64, real bool, backup time.Duration) *sleeper {
+	a := &sleeper{now: now, backup: backup, real: real}
 	if real {
-		a.wk = newWakeup()
+		a.tfd = newTimerfd()
 	}
-	if a.wk == nil {
-		a.rang = make(chan struct{}, 1)
+	if a.tfd == nil {
+		a.expired = make(chan struct{}, 1)
 		a.timer = c.AfterFunc(time.Hour, func() {
 			select {
-			case a.rang <- struct{}{}:
+			case a.expired <- struct{}{}:
 			default:
 			}
 		})
@@ -66,19 +66,19 @@ func newAlarm(c clock.Clock, now func() int64, real bool, backup time.Duration) 
 	return a
 }
 
-// set makes the alarm go off at target, which is wait from now (wait > 0).
-func (a *alarm) set(target int64, wait time.Duration) {
+// set makes the sleeper go off at target, which is wait from now (wait > 0).
+func (a *sleeper) set(target int64, wait time.Duration) {
 	if target != a.target {
 		a.stop()
 		a.target = target
 	}
-	if a.wk != nil {
-		if !a.wkOn {
-			a.wk.arm(wait)
-			a.wkOn = true
+	if a.tfd != nil {
+		if !a.armed {
+			a.tfd.arm(wait)
+			a.armed = true
 		}
 		if !a.deadlineOn && a.busy > 0 {
-			a.wk.setDeadline(wait + a.backup)
+			a.tfd.setDeadline(wait + a.backup)
 			a.deadlineOn = true
 		}
 		return
@@ -95,13 +95,13 @@ func (a *alarm) set(target int64, wait time.Duration) {
 	}
 }
 
-// stop unsets the alarm. A wakeup armed before may still go off once,
+// stop unsets the sleeper. A timerfd armed before may still go off once,
 // which the driver takes for a spurious wake-up: disarming it would cost a
 // system call each time the wheel empties.
-func (a *alarm) stop() {
-	a.wkOn = false
+func (a *sleeper) stop() {
+	a.armed = false
 	if a.deadlineOn {
-		a.wk.setDeadline(0)
+		a.tfd.setDeadline(0)
 		a.deadlineOn = false
 	}
 	a.stopTimer()
@@ -109,41 +109,41 @@ func (a *alarm) stop() {
 
 // stopTimer stops the timer; a signal it sent already makes the driver go
 // round once for nothing.
-func (a *alarm) stopTimer() {
+func (a *sleeper) stopTimer() {
 	if a.timerOn {
 		a.timer.Stop()
 	}
 	a.timerOn = false
 }
 
-// wait blocks until the alarm goes off or the driver is kicked: a kick
-// pokes the wakeup, or signals kicks.
-func (a *alarm) wait(kicks <-chan struct{}) {
-	if a.wk != nil {
-		expired := a.wk.wait()
+// wait blocks until the sleeper goes off or the driver is woken: a wake
+// wakes the timerfd, or signals wakes.
+func (a *sleeper) wait(wakes <-chan struct{}) {
+	if a.tfd != nil {
+		expired := a.tfd.wait()
 		if expired {
-			a.wkOn = false // it went off
+			a.armed = false // it went off
 		} else {
-			a.wk.setDeadline(0) // passed, or poked: a wait would return at once
+			a.tfd.setDeadline(0) // passed, or woken: a wait would return at once
 			a.deadlineOn = false
 		}
 		a.busy = max(a.busy-1, 0)
-		if (expired || a.wkOn) && a.now()-a.target > int64(a.backup)/2 {
+		if (expired || a.armed) && a.now()-a.target > int64(a.backup)/2 {
 			a.busy = busyWaits // woken late: the program is busy
 		}
 		return
 	}
 	select {
-	case <-a.rang:
+	case <-a.expired:
 		a.timerOn = false
-	case <-kicks:
+	case <-wakes:
 	}
 }
 
-// close stops the alarm and releases its wakeup.
-func (a *alarm) close() {
+// close stops the sleeper and releases its timerfd.
+func (a *sleeper) close() {
 	a.stop()
-	if a.wk != nil {
-		a.wk.close()
+	if a.tfd != nil {
+		a.tfd.close()
 	}
 }

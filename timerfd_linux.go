@@ -16,8 +16,8 @@ import (
 // runtime's netpoller watches wakes a goroutine when the kernel's timer
 // expires, and no thread is held while it waits.
 //
-// A wakeup is one such timerfd, armed by the driver for the instant its
-// next bucket is due. A kick pokes it by moving the fd's read deadline
+// A timerfd is one such timerfd, armed by the driver for the instant its
+// next bucket is due. A wake wakes it by moving the fd's read deadline
 // into the past. A read deadline a little after the instant is also the
 // backstop for a busy program (see busyWaits): the runtime looks at the fd
 // only when a P has nothing else to run (or every 10ms), but checks the
@@ -27,7 +27,7 @@ import (
 // reads the fd first, to learn of an earlier expiry, unless the instant is
 // still ahead or a wait has seen this arming expire (arming again resets
 // the fd's count): a wait that starts in time makes no system call.
-type wakeup struct {
+type timerfd struct {
 	f  *os.File
 	rc syscall.RawConn
 	// readOnce is the function rc.Read calls (see wait). It reads with a
@@ -41,10 +41,10 @@ type wakeup struct {
 	buf      [8]byte   // receives the count of expirations
 }
 
-// newWakeup returns a wakeup, or nil if the system refuses one (no
+// newTimerfd returns a timerfd, or nil if the system refuses one (no
 // timerfd, no file descriptor left), in which case the driver makes do
 // with a runtime timer.
-func newWakeup() *wakeup {
+func newTimerfd() *timerfd {
 	const clockMonotonic = 1
 	fd, _, errno := syscall.RawSyscall(syscall.SYS_TIMERFD_CREATE, clockMonotonic,
 		syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
@@ -59,63 +59,63 @@ func newWakeup() *wakeup {
 		_ = f.Close()
 		return nil
 	}
-	wk := &wakeup{f: f, rc: rc}
-	wk.readOnce = func(fd uintptr) bool {
-		if wk.asked { // the poller saw the fd expire since the call
-			wk.armed = false
+	tfd := &timerfd{f: f, rc: rc}
+	tfd.readOnce = func(fd uintptr) bool {
+		if tfd.asked { // the poller saw the fd expire since the call
+			tfd.armed = false
 			return true
 		}
-		wk.asked = true
-		if !wk.armed || time.Now().Before(wk.expires) {
+		tfd.asked = true
+		if !tfd.armed || time.Now().Before(tfd.expires) {
 			return false // nothing has expired: wait for the poller
 		}
-		_, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&wk.buf[0])), uintptr(len(wk.buf)))
+		_, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&tfd.buf[0])), uintptr(len(tfd.buf)))
 		if errno == syscall.EAGAIN {
 			return false // wait for the poller
 		}
-		wk.armed = false
+		tfd.armed = false
 		return true
 	}
-	return wk
+	return tfd
 }
 
 // arm sets the timerfd to expire once, d from now (d > 0), replacing any
 // earlier setting.
-func (wk *wakeup) arm(d time.Duration) {
+func (tfd *timerfd) arm(d time.Duration) {
 	var spec struct{ interval, value syscall.Timespec }
 	spec.value = syscall.NsecToTimespec(int64(max(d, 1)))
-	wk.armed, wk.expires = true, time.Now().Add(d) // before the kernel's now: never after its expiry
-	_ = wk.rc.Control(func(fd uintptr) {
+	tfd.armed, tfd.expires = true, time.Now().Add(d) // before the kernel's now: never after its expiry
+	_ = tfd.rc.Control(func(fd uintptr) {
 		_, _, _ = syscall.RawSyscall6(syscall.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
 	})
 }
 
-// poke ends a wait at once, or the next one if none is under way, by
+// wake ends a wait at once, or the next one if none is under way, by
 // moving the read deadline into the past: the runtime then readies the
 // waiting goroutine itself, with no system call. Safe from any goroutine,
 // also after close.
-func (wk *wakeup) poke() { _ = wk.f.SetReadDeadline(longAgo) }
+func (tfd *timerfd) wake() { _ = tfd.f.SetReadDeadline(longAgo) }
 
 var longAgo = time.Unix(1, 0)
 
 // setDeadline makes wait return d from now at the latest; d 0 takes the
 // deadline away.
-func (wk *wakeup) setDeadline(d time.Duration) {
+func (tfd *timerfd) setDeadline(d time.Duration) {
 	var at time.Time
 	if d > 0 {
 		at = time.Now().Add(d)
 	}
-	_ = wk.f.SetReadDeadline(at)
+	_ = tfd.f.SetReadDeadline(at)
 }
 
 // wait blocks until the fd expires (it reports true), or the deadline
-// passes or a poke comes (false); an expiry or a poke already pending
+// passes or a wake comes (false); an expiry or a wake already pending
 // returns at once.
-func (wk *wakeup) wait() (expired bool) {
-	wk.asked = false
-	err := wk.rc.Read(wk.readOnce)
+func (tfd *timerfd) wait() (expired bool) {
+	tfd.asked = false
+	err := tfd.rc.Read(tfd.readOnce)
 	return !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // close closes the timerfd; the driver calls it once it waits no more.
-func (wk *wakeup) close() { _ = wk.f.Close() }
+func (tfd *timerfd) close() { _ = tfd.f.Close() }

@@ -30,21 +30,21 @@ func syncWheel(t *testing.T, w *TimingWheel) {
 }
 
 func TestWakeupSignalsNoSoonerThanArmed(t *testing.T) {
-	wk := newWakeup()
-	require.NotNil(t, wk)
-	defer wk.close()
-	wk.setDeadline(10 * time.Second) // so that a missing expiry fails the test
+	tfd := newTimerfd()
+	require.NotNil(t, tfd)
+	defer tfd.close()
+	tfd.setDeadline(10 * time.Second) // so that a missing expiry fails the test
 	for _, d := range []time.Duration{200 * time.Microsecond, 2 * time.Millisecond} {
 		t0 := time.Now()
-		wk.arm(d)
-		require.True(t, wk.wait(), "no expiry %v after arming for %v", time.Since(t0), d)
+		tfd.arm(d)
+		require.True(t, tfd.wait(), "no expiry %v after arming for %v", time.Since(t0), d)
 		assert.GreaterOrEqual(t, time.Since(t0), d)
 	}
 	// Arming again replaces the earlier setting.
-	wk.arm(time.Hour)
+	tfd.arm(time.Hour)
 	t0 := time.Now()
-	wk.arm(time.Millisecond)
-	require.True(t, wk.wait(), "the later arming did not replace the earlier one")
+	tfd.arm(time.Millisecond)
+	require.True(t, tfd.wait(), "the later arming did not replace the earlier one")
 	assert.GreaterOrEqual(t, time.Since(t0), time.Millisecond)
 }
 
@@ -52,15 +52,15 @@ func TestWakeupSignalsNoSoonerThanArmed(t *testing.T) {
 // goroutine's poll saw it first: the wait reads the fd once its instant
 // has passed.
 func TestWakeupExpiryBeforeTheWaitEndsItAtOnce(t *testing.T) {
-	wk := newWakeup()
-	require.NotNil(t, wk)
-	defer wk.close()
+	tfd := newTimerfd()
+	require.NotNil(t, tfd)
+	defer tfd.close()
 	for range 20 {
-		wk.setDeadline(10 * time.Second) // so that a missed expiry fails the test
-		wk.arm(100 * time.Microsecond)
+		tfd.setDeadline(10 * time.Second) // so that a missed expiry fails the test
+		tfd.arm(100 * time.Microsecond)
 		time.Sleep(2 * time.Millisecond) // it expires; other Ps' polls may see it
 		t0 := time.Now()
-		require.True(t, wk.wait(), "an expiry before the wait was missed")
+		require.True(t, tfd.wait(), "an expiry before the wait was missed")
 		assert.Less(t, time.Since(t0), 5*time.Second, "the wait ended at once, not at the deadline")
 	}
 }
@@ -69,16 +69,16 @@ func TestWakeupExpiryBeforeTheWaitEndsItAtOnce(t *testing.T) {
 // reports the expiry; an expiry that no wait took may end the next wait
 // early, a spurious wake-up, but it never hides a later expiry.
 func TestWakeupExpiryNobodyWaitedForHidesNoLaterOne(t *testing.T) {
-	wk := newWakeup()
-	require.NotNil(t, wk)
-	defer wk.close()
-	wk.setDeadline(10 * time.Second) // so that a hidden expiry fails the test
-	wk.arm(100 * time.Microsecond)
+	tfd := newTimerfd()
+	require.NotNil(t, tfd)
+	defer tfd.close()
+	tfd.setDeadline(10 * time.Second) // so that a hidden expiry fails the test
+	tfd.arm(100 * time.Microsecond)
 	time.Sleep(2 * time.Millisecond) // it expires, and nothing waits
 	t0 := time.Now()
-	wk.arm(2 * time.Millisecond)
+	tfd.arm(2 * time.Millisecond)
 	for spurious := 0; ; spurious++ {
-		require.True(t, wk.wait(), "the expiry 2ms after the second arming did not end a wait")
+		require.True(t, tfd.wait(), "the expiry 2ms after the second arming did not end a wait")
 		if time.Since(t0) >= 2*time.Millisecond {
 			break
 		}
@@ -86,23 +86,23 @@ func TestWakeupExpiryNobodyWaitedForHidesNoLaterOne(t *testing.T) {
 	}
 }
 
-// A poke, from any goroutine, ends a wait at once, whatever the fd was
+// A wake, from any goroutine, ends a wait at once, whatever the fd was
 // armed for; the read deadline is the backstop when nothing expires.
 func TestWakeupPokeAndDeadline(t *testing.T) {
-	wk := newWakeup()
-	require.NotNil(t, wk)
-	defer wk.close()
-	wk.arm(time.Hour)
-	wk.setDeadline(10 * time.Second)
+	tfd := newTimerfd()
+	require.NotNil(t, tfd)
+	defer tfd.close()
+	tfd.arm(time.Hour)
+	tfd.setDeadline(10 * time.Second)
 	t0 := time.Now()
-	go wk.poke()
-	assert.False(t, wk.wait(), "a poke, not an expiry, ended the wait")
-	assert.Less(t, time.Since(t0), 5*time.Second, "the poke ended the wait, not the deadline")
+	go tfd.wake()
+	assert.False(t, tfd.wait(), "a wake, not an expiry, ended the wait")
+	assert.Less(t, time.Since(t0), 5*time.Second, "the wake ended the wait, not the deadline")
 
-	wk.arm(time.Hour)
+	tfd.arm(time.Hour)
 	t0 = time.Now()
-	wk.setDeadline(5 * time.Millisecond)
-	assert.False(t, wk.wait(), "the deadline, not an expiry, ended the wait")
+	tfd.setDeadline(5 * time.Millisecond)
+	assert.False(t, tfd.wait(), "the deadline, not an expiry, ended the wait")
 	assert.GreaterOrEqual(t, time.Since(t0), 5*time.Millisecond)
 }
 
@@ -121,7 +121,7 @@ func TestWheelOwnsOneFDFromStartToStop(t *testing.T) {
 	assert.Equal(t, before, openFDs(t), "wheels not started")
 	for _, w := range wheels {
 		w.Start()
-		syncWheel(t, w) // its driver has made its alarm
+		syncWheel(t, w) // its driver has made its sleeper
 	}
 	assert.Equal(t, before+n, openFDs(t), "one per started wheel")
 
@@ -155,26 +155,26 @@ func TestWithClockNewIsTheRealClock(t *testing.T) {
 	assert.False(t, w.realClock)
 }
 
-// An alarm on the real clock arms its wakeup for the instant; once a
-// wake-up came late (the program is busy) it also sets the wakeup's read
+// An sleeper on the real clock arms its timerfd for the instant; once a
+// wake-up came late (the program is busy) it also sets the timerfd's read
 // deadline a backup interval later, for busyWaits waits: the fd wakes an
 // idle program, the deadline's runtime timer one whose Ps are too busy to
 // poll the fd. While wake-ups come on time it sets no deadline. Each goes
-// off once; the alarm then sets it again.
+// off once; the sleeper then sets it again.
 func TestAlarmSetsTheDeadlineWhileWakeupsComeLate(t *testing.T) {
 	const backup = 5 * time.Millisecond
-	var now atomic.Int64 // the alarm's clock, moved by hand
-	a := newAlarm(clock.New(), now.Load, true, backup)
+	var now atomic.Int64 // the sleeper's clock, moved by hand
+	a := newSleeper(clock.New(), now.Load, true, backup)
 	defer a.close()
-	require.NotNil(t, a.wk, "this system gives a timerfd")
+	require.NotNil(t, a.tfd, "this system gives a timerfd")
 
 	target := int64(time.Millisecond)
 	a.set(target, time.Millisecond)
-	assert.True(t, a.wkOn, "wakeup armed")
+	assert.True(t, a.armed, "timerfd armed")
 	assert.False(t, a.deadlineOn, "no deadline for an idle program")
 	now.Store(target) // woken on time
 	a.wait(nil)
-	assert.False(t, a.wkOn, "the wakeup went off")
+	assert.False(t, a.armed, "the timerfd went off")
 	assert.Zero(t, a.busy, "a wake-up on time")
 
 	target += int64(time.Millisecond)
@@ -186,11 +186,11 @@ func TestAlarmSetsTheDeadlineWhileWakeupsComeLate(t *testing.T) {
 
 	target += int64(time.Millisecond)
 	a.set(target, time.Millisecond)
-	assert.True(t, a.wkOn, "wakeup armed")
+	assert.True(t, a.armed, "timerfd armed")
 	assert.True(t, a.deadlineOn, "deadline set after a late wake-up")
 	now.Store(target)
 	a.wait(nil)
-	assert.False(t, a.wkOn, "the wakeup went off")
+	assert.False(t, a.armed, "the timerfd went off")
 	assert.True(t, a.deadlineOn, "the deadline is still set")
 	assert.Equal(t, busyWaits-1, a.busy, "one wait of the busy ones used")
 	t0 := time.Now()
@@ -199,7 +199,7 @@ func TestAlarmSetsTheDeadlineWhileWakeupsComeLate(t *testing.T) {
 	assert.Less(t, time.Since(t0), 10*time.Second)
 
 	for a.busy > 0 {
-		a.wk.poke() // ends the wait at once
+		a.tfd.wake() // ends the wait at once
 		a.wait(nil)
 	}
 	target += int64(time.Millisecond)
@@ -210,8 +210,8 @@ func TestAlarmSetsTheDeadlineWhileWakeupsComeLate(t *testing.T) {
 
 // Kicks are never lost: a timer that makes a new earliest bucket, and a
 // Sync, wake a driver that sleeps until a bucket an hour away, however
-// they race with the driver setting its alarm (which replaces a poke of
-// the timerfd made just before). A lost kick would leave a timer waiting
+// they race with the driver setting its sleeper (which replaces a wake of
+// the timerfd made just before). A lost wake would leave a timer waiting
 // for the hour.
 func TestKicksAreNeverLost(t *testing.T) {
 	w, err := New()
@@ -237,7 +237,7 @@ func TestKicksAreNeverLost(t *testing.T) {
 				select {
 				case <-fired:
 				case <-time.After(5 * time.Second):
-					t.Error("a timer due within 300µs did not fire within 5s: a kick was lost")
+					t.Error("a timer due within 300µs did not fire within 5s: a wake was lost")
 					return
 				}
 			}

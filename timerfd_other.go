@@ -5,17 +5,17 @@ package timingwheel
 import "time"
 
 // Elsewhere than Linux the driver sleeps on a runtime timer alone (see
-// timerfd_linux.go): newWakeup gives none, and no method is called.
-type wakeup struct{}
+// timerfd_linux.go): newTimerfd gives none, and no method is called.
+type timerfd struct{}
 
-func newWakeup() *wakeup { return nil }
+func newTimerfd() *timerfd { return nil }
 
-func (*wakeup) arm(time.Duration) {}
+func (*timerfd) arm(time.Duration) {}
 
-func (*wakeup) poke() {}
+func (*timerfd) wake() {}
 
-func (*wakeup) setDeadline(time.Duration) {}
+func (*timerfd) setDeadline(time.Duration) {}
 
-func (*wakeup) wait() bool { return true }
+func (*timerfd) wait() bool { return true }
 
-func (*wakeup) close() {}
+func (*timerfd) close() {}

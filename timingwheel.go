@@ -83,9 +83,9 @@ type TimingWheel struct {
 	started  atomic.Bool
 	stopped  atomic.Bool
 	exited   chan struct{}
-	kicks    chan struct{} // see kick
-	wake     atomic.Pointer[wakeup]
-	passing  atomic.Bool // the driver is in a pass; see kickForNewMin
+	wakes    chan struct{} // see wake
+	fd       atomic.Pointer[timerfd]
+	passing  atomic.Bool // the driver is in a pass; see wakeForNewMin
 	syncMu   sync.Mutex
 	syncReqs []syncRequest // Sync calls the driver has not taken yet
 	handing  sync.Mutex    // see executor.go
@@ -130,7 +130,7 @@ func WithWheelSize(n int) Option { return func(c *config) { c.wheelSize = int64(
 // WithClock sets the clock the wheel reads (default clock.New(), the real
 // clock), for example clock.NewMock() in tests. There, move the mock, then
 // call Sync before asserting: a mock's Add runs the timers due up to its
-// target and then sets the time, so the driver's alarm, if set in between,
+// target and then sets the time, so the driver's sleeper, if set in between,
 // waits for the next step; Sync fires what is due.
 func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock, cfg.clockSet = c, true } }
 
@@ -236,10 +236,10 @@ func newWheel(cfg config) (*TimingWheel, error) {
 		onPanic:   cfg.onPanic,
 		logger:    cfg.logger,
 		exited:    make(chan struct{}),
-		kicks:     make(chan struct{}, 1),
-		underway:  underway{idle: make(chan struct{})},
+		wakes:     make(chan struct{}, 1),
+		underway:  underway{done: make(chan struct{})},
 	}
-	w.queue = &delayQueue{onMin: w.kickForNewMin}
+	w.queue = &delayQueue{onMin: w.wakeForNewMin}
 	w.start = w.clock.Now()
 	w.due.exp.Store(noExpiration)
 	w.due.lanes = newBuckets(1, w.lanes, 0)[0].lanes
@@ -271,7 +271,7 @@ func (w *TimingWheel) Start() {
 	}
 	w.started.Store(true)
 	w.handing.Lock() // the driver's until it exits; see executor.go
-	go w.run()
+	go w.drive()
 }
 
 // Stop stops the wheel: once it returns, no pending timer fires and no
@@ -284,13 +284,14 @@ func (w *TimingWheel) Start() {
 // custom executor, which may be waiting for the task calling Stop (a task
 // run inline, or a bounded pool whose workers are all busy): then it
 // returns at once, and the driver exits when the call returns, handing
-// nothing more over. Like time.Timer's Stop, it does not wait for tasks
+// nothing more over. Before Start, a task due when it was made (see
+// AfterFunc) that is in such a call is treated the same way. Like time.Timer's Stop, it does not wait for tasks
 // under way; Shutdown does.
 func (w *TimingWheel) Stop() {
 	w.life.Lock()
 	started := w.started.Load()
 	if !w.stopped.Swap(true) {
-		w.kick()
+		w.wake()
 		if !started {
 			close(w.exited)
 		}
@@ -300,6 +301,23 @@ func (w *TimingWheel) Stop() {
 		w.handing.Lock() // see executor.go
 		//lint:ignore SA2001 taking the lock is the wait
 		w.handing.Unlock()
+	}
+}
+
+// Shutdown calls Stop, then waits until every task handed to the executor
+// has returned, or until ctx ends, returning ctx.Err() (the tasks go on); a
+// task an executor never runs is waited for until then. It must not be
+// called from a task of the wheel, which would wait for itself; call Stop.
+func (w *TimingWheel) Shutdown(ctx context.Context) error {
+	w.Stop()
+	if w.underway.n.Load() == 0 {
+		w.underway.closeDone()
+	}
+	select {
+	case <-w.underway.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -409,6 +427,23 @@ func (w *TimingWheel) deadline(d time.Duration) (when int64, due bool) {
 	return addSaturating(now, int64(d)), false
 }
 
+// nsAt converts a time on the wheel's clock to ns since start, clamped to
+// [0, MaxInt64].
+func (w *TimingWheel) nsAt(t time.Time) int64 {
+	return max(0, int64(t.Sub(w.start)))
+}
+
+// addSaturating returns a+b, clamped to the int64 range.
+func addSaturating(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	if b < 0 && a < math.MinInt64-b {
+		return math.MinInt64
+	}
+	return a + b
+}
+
 // timeAt converts ns since start to a time on the wheel's clock.
 func (w *TimingWheel) timeAt(ns int64) time.Time { return w.start.Add(time.Duration(ns)) }
 
@@ -430,7 +465,7 @@ func (w *TimingWheel) Sync(ctx context.Context) error {
 	w.syncMu.Lock()
 	w.syncReqs = append(w.syncReqs, r)
 	w.syncMu.Unlock()
-	w.kick()
+	w.wake()
 	select {
 	case <-r.done:
 		return nil

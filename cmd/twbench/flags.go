@@ -34,6 +34,8 @@ type options struct {
 	// fireN timers fire across window in the fire scenario.
 	fireN  int
 	window time.Duration
+	// rates makes fire run the rate sweep instead (see runRates).
+	rates bool
 	// rounds is how many times fire measures each engine (see runFire),
 	// and river and asynq their rates (see riverRates, asynqRates).
 	rounds int
@@ -232,6 +234,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.window, "window", o.window, "fire: the timers' deadlines spread over this window (queue: at most 1s, durable: at most 2s)")
 	fs.IntVar(&o.rounds, "rounds", o.rounds, "fire: rounds, each measuring every engine once, in a rotated order; each figure is the median of its rounds, early firings their sum. "+
 		"river and asynq: rounds of the enqueue, jobs-worked and receive+ack rates (and their statements, calls or commands per message; River's default fetching once), ours and the other's side by side, alternating which goes first; each figure is the median of its rounds, and each round's rates go to stderr")
+	fs.BoolVar(&o.rates, "rates", false, "fire: sweep the rates services run at instead (2k, 10k, 50k and 200k timers over 1s, 1M over 2s), the wheel with New's defaults against runtime timers, each measurement in a fresh process, 5 rounds unless -rounds says otherwise, alternating which side goes first: CPU, lateness p50 and p99, context switches per second")
 	fs.DurationVar(&o.idleFor, "idle-for", o.idleFor, "idle: how long to measure the process's CPU")
 	fs.IntVar(&o.goroutines, "g", o.goroutines, "parallel: goroutines doing AfterFunc+Stop")
 	fs.DurationVar(&o.parallelFor, "for", o.parallelFor, "parallel: how long each measurement runs")
@@ -282,6 +285,13 @@ func parseArgs(args []string) (*options, error) {
 		rest = left[1:]
 	}
 
+	if o.rates {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["rounds"] {
+			o.rounds = 5
+		}
+	}
 	if o.quick {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -28,5 +28,8 @@ import "os"
 
 // main runs twbench and exits with run's status.
 func main() {
+	if spec, ok := os.LookupEnv(rateChildEnv); ok {
+		os.Exit(rateChildMain(spec, os.Stdout, os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

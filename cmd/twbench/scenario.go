@@ -116,6 +116,7 @@ const (
 	unitOpsSec   = "ops/s"
 	unitCount    = "count"
 	unitTimes    = "x"
+	unitSwitches = "switches/s"
 )
 
 // seconds converts d to float seconds, for rows in unitSeconds.

@@ -87,6 +87,9 @@ func fireOrder(r int) [numFireEngines]fireEngine {
 // run's p999 and max. Early firings are summed over the rounds; the plot
 // shows every round's samples, which are kept only when there is a plot.
 func runFire(e *env) ([]row, error) {
+	if e.opts.rates {
+		return runRates(e)
+	}
 	n := e.opts.fireN
 	offsets := make([]time.Duration, n)
 	r := rand.New(rand.NewPCG(3, 4))

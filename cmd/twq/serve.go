@@ -27,6 +27,7 @@ type serveConfig struct {
 	readOnly    bool
 	maxAttempts int
 	auth        *credentials // nil: no authentication (loopback only)
+	allowHosts  allowHostFlag
 }
 
 func parseServe(name string, args []string, o *options) (action, error) {
@@ -37,6 +38,7 @@ func parseServe(name string, args []string, o *options) (action, error) {
 	f.BoolVar(&c.readOnly, "read-only", false, "serve no actions")
 	f.IntVar(&c.maxAttempts, "max-attempts", 10, "the attempts after which an expired lease's message dies, as the service's queue")
 	f.StringVar(&authFile, "auth-file", "", "a file holding a bearer token, or user:password for basic auth")
+	f.Var(&c.allowHosts, "allow-host", "a Host name (NAME or NAME:PORT) to answer besides the listening address and loopback names; repeatable, or a comma list")
 	if _, err := argsExactly(f, args, 0, ""); err != nil {
 		return nil, err
 	}
@@ -170,6 +172,12 @@ func serve(ctx context.Context, h *handle, p *printer, c serveConfig) error {
 	if c.auth != nil {
 		handler = c.auth.require(handler)
 	}
+	hosts, err := newHostCheck(ln.Addr().String(), c.allowHosts)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	handler = hosts.require(handler)
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

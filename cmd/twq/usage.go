@@ -40,7 +40,7 @@ Commands that write:
   resume                                let receivers take messages again, waking them at once
 
 The dashboard:
-  serve [-addr HOST:PORT] [-read-only] [-auth-file F] [-max-attempts N]
+  serve [-addr HOST:PORT] [-read-only] [-auth-file F] [-max-attempts N] [-allow-host NAME]
                                         serve a web dashboard of the queue until Ctrl-C
                                         (default -addr 127.0.0.1:8080, loopback only). It runs a
                                         queue, which holds a queue file's lock while it serves
@@ -50,7 +50,13 @@ The dashboard:
                                         -read-only serves no action. -auth-file holds a bearer
                                         token, or user:password for basic auth (for a browser);
                                         it is required to listen on other than loopback
-                                        (plain HTTP: put TLS in front, or use an SSH tunnel)
+                                        (plain HTTP: put TLS in front, or use an SSH tunnel).
+                                        It answers only requests whose Host is its address or
+                                        localhost, 127.0.0.1 or [::1] with its port (any IP with
+                                        its port if it listens on every interface), and 421 to
+                                        others (DNS rebinding); -allow-host NAME or NAME:PORT
+                                        (repeatable, or a comma list) adds a name (a proxy's: a
+                                        NAME without a port is allowed with any port)
 
 Flags (before <queue>, or after the command):
   -json        print JSON: one object for stats, get, requeue, cancel, enqueue, pause and resume;

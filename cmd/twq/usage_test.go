@@ -16,6 +16,7 @@ func TestHelp(t *testing.T) {
 		assert.Contains(t, r.stderr, "Usage:")
 		assert.Contains(t, r.stderr, "requeue ID [-at TIME | -in DURATION]")
 		assert.Contains(t, r.stderr, "serve [-addr HOST:PORT] [-read-only] [-auth-file F]")
+		assert.Contains(t, r.stderr, "-allow-host NAME")
 	}
 }
 

@@ -63,6 +63,8 @@ Flags (before <queue>, or after the command):
                an array for dead and schedules, and an object {"messages": [...], "next_cursor": "..."} for list
   -timeout D   how long to wait for the queue file's lock, or for Redis to answer (default 2s)
 
+IDs, payloads and error texts are printed escaped: control characters (C0, ESC, DEL, C1) and
+bytes that are not UTF-8 show as \x1b, \n, \u009b, \xff, never raw (in JSON, as \u escapes).
 TIME is RFC 3339 (2026-11-24T03:00:00Z), DURATION a Go duration (90s, 5m, 1h30m).
 Exit status: 0 done, 1 failed (one line on stderr says why), 2 wrong command line.
 `
@@ -204,7 +206,9 @@ func reportError(stderr io.Writer, err error) int {
 	}
 }
 
-// oneLine keeps a message on one line.
+// oneLine keeps a message on one line, its white space runs made one
+// space, and escapes what else a terminal could act on in it (an error
+// may quote what a queue holds: see escapeText).
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return escapeControls(strings.Join(strings.Fields(s), " "))
 }

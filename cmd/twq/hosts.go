@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -92,10 +93,12 @@ func (c *hostCheck) allows(hostHeader string) bool {
 }
 
 // require answers 421 Misdirected Request to the requests whose Host it
-// does not allow, and serves the others with h.
-func (c *hostCheck) require(h http.Handler) http.Handler {
+// does not allow, logging them, and serves the others with h.
+func (c *hostCheck) require(log *slog.Logger, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !c.allows(r.Host) {
+			log.Warn("twq serve: refused a request for another host", "host", r.Host,
+				"remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
 			http.Error(w, "421 misdirected request: this dashboard does not answer to the host "+
 				strconv.Quote(r.Host)+" (twq serve -allow-host NAME allows a name)", http.StatusMisdirectedRequest)
 			return

@@ -56,7 +56,14 @@ The dashboard:
                                         its port if it listens on every interface), and 421 to
                                         others (DNS rebinding); -allow-host NAME or NAME:PORT
                                         (repeatable, or a comma list) adds a name (a proxy's: a
-                                        NAME without a port is allowed with any port)
+                                        NAME without a port is allowed with any port).
+                                        A wrong -auth-file login is answered after 1s, and one
+                                        address's logins are checked one at a time: N wrong
+                                        guesses from an address take at least N seconds (more
+                                        than 32 waiting get 429). serve logs each failed login,
+                                        each action (done or refused) with its user, and each
+                                        request refused for its Host, with the remote address,
+                                        on stderr (log/slog text)
 
 Flags (before <queue>, or after the command):
   -json        print JSON: one object for stats, get, requeue, cancel, enqueue, pause and resume;
@@ -91,6 +98,7 @@ type options struct {
 	json    bool
 	timeout time.Duration
 	stdin   io.Reader // for enqueue -payload-file -
+	stderr  io.Writer // for serve's log
 }
 
 // register adds the common flags to fs, so that they may also follow the
@@ -151,7 +159,7 @@ type invocation struct {
 // parseCommandLine parses twq's arguments. It returns nil and no error
 // after printing the usage for -h.
 func parseCommandLine(args []string, stdin io.Reader, stderr io.Writer) (*invocation, error) {
-	inv := &invocation{opts: options{timeout: defaultTimeout, stdin: stdin}}
+	inv := &invocation{opts: options{timeout: defaultTimeout, stdin: stdin, stderr: stderr}}
 	fs := newFlagSet("twq", &inv.opts)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -3,6 +3,7 @@ module github.com/seed64e23a5c/timingwheel/cmd/twq
 go 1.26.0
 
 require (
+	github.com/benbjohnson/clock v1.3.5
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/seed64e23a5c/timingwheel v0.1.0
 	github.com/seed64e23a5c/timingwheel/durable/durableweb v0.1.0
@@ -13,7 +14,6 @@ require (
 )
 
 require (
-	github.com/benbjohnson/clock v1.3.5 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect

@@ -192,7 +192,11 @@ func serve(ctx context.Context, h *handle, p *printer, c serveConfig, logTo io.W
 	dash := durableweb.New(q, opts...)
 	defer dash.Close()
 	log := slog.New(slog.NewTextHandler(logTo, nil))
-	handler := logActions(log, c.auth, dash)
+	var handler http.Handler = dash
+	if lf, ok := h.store.(*lazyFile); ok {
+		handler = lf.hold(handler)
+	}
+	handler = logActions(log, c.auth, handler)
 	if c.auth != nil {
 		handler = c.auth.require(newLoginLimiter(log), handler)
 	}

@@ -43,10 +43,13 @@ The dashboard:
   serve [-addr HOST:PORT] [-read-only] [-auth-file F] [-max-attempts N] [-allow-host NAME]
                                         serve a web dashboard of the queue until Ctrl-C
                                         (default -addr 127.0.0.1:8080, loopback only). It runs a
-                                        queue, which holds a queue file's lock while it serves
-                                        (a service that holds the file can mount
-                                        durableweb.Handler instead) and reaps expired leases
-                                        as any queue does (-max-attempts: the service's, default 10).
+                                        queue, which reaps expired leases as any queue does
+                                        (-max-attempts: the service's, default 10). It holds a
+                                        queue file only while a request (or a reap, or a sample
+                                        for the chart) runs, so a service can open the file
+                                        beside it; while a service holds the file, pages wait
+                                        up to -timeout for it, then answer 503 (mount
+                                        durableweb.Handler in the service to watch it then).
                                         -read-only serves no action. -auth-file holds a bearer
                                         token, or user:password for basic auth (for a browser);
                                         it is required to listen on other than loopback

@@ -24,11 +24,13 @@ var (
 	binErr  error
 )
 
-// removingBinary runs the tests, then removes the binary built for them.
+// removingBinary runs the tests, then removes the binary built for them
+// and stops their PostgreSQL server.
 type removingBinary struct{ m interface{ Run() int } }
 
 func (r removingBinary) Run() int {
 	code := r.m.Run()
+	stopPostgres()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}

@@ -14,13 +14,16 @@ type handle struct {
 
 // open opens the target's queue for cmd. For a read-only command it
 // writes nothing: on a file it reads a private snapshot; on Redis it
-// makes none of the writes of redisstore.New. For serve, a file is held
+// makes none of the writes of redisstore.New; on PostgreSQL its
+// connections are read-only. For serve, a file is held
 // only while a request or a call of the queue runs (lazyFile). It never
 // creates a queue: the file or the Redis queue must exist.
 func open(ctx context.Context, t target, o options, cmd *command) (*handle, error) {
 	switch {
 	case t.onRedis():
 		return openRedis(ctx, t, o, cmd.readOnly)
+	case t.onPostgres():
+		return openPostgres(ctx, t, o, cmd.readOnly)
 	case cmd.readOnly:
 		return openFileSnapshot(t.path, o.timeout)
 	case cmd.lazy:

@@ -9,16 +9,21 @@ import (
 	"time"
 )
 
-const usageText = `twq inspects and repairs a durable queue (a file, or a queue on Redis).
+const usageText = `twq inspects and repairs a durable queue (a file, or a queue on Redis or PostgreSQL).
 
 Usage:
   twq [-json] [-timeout D] <queue> <command> [args]
 
 <queue> is the path of an existing queue file, or
   redis://[user:password@]host:port/db?queue=NAME   (rediss:// for TLS,
-  unix:///path/redis.sock?queue=NAME for a unix socket)
+  unix:///path/redis.sock?queue=NAME for a unix socket), or
+  postgres://[user:password@]host:port/db?queue=NAME[&schema=S]   (postgresql:// too; the
+  other parameters are libpq's, e.g. sslmode, or host=/run/postgresql for a socket): the
+  tables of durable/pgstore must be there (twq creates and migrates none), and a queue
+  name with no rows is an empty queue
 
-Read-only commands (they write nothing, to the file or to Redis):
+Read-only commands (they write nothing, to the file, to Redis or to PostgreSQL, whose
+connections are then read-only):
   stats                                 counts of pending, in-flight and dead messages, next due time
   dead [-limit N]                       dead letters, oldest death first (default limit 20)
   get ID                                one message, whatever its state
@@ -71,7 +76,8 @@ The dashboard:
 Flags (before <queue>, or after the command):
   -json        print JSON: one object for stats, get, requeue, cancel, enqueue, pause and resume;
                an array for dead and schedules, and an object {"messages": [...], "next_cursor": "..."} for list
-  -timeout D   how long to wait for the queue file's lock, or for Redis to answer (default 2s)
+  -timeout D   how long to wait for the queue file's lock, or for Redis or PostgreSQL to answer
+               (default 2s)
 
 IDs, payloads and error texts are printed escaped: control characters (C0, ESC, DEL, C1) and
 bytes that are not UTF-8 show as \x1b, \n, \u009b, \xff, never raw (in JSON, as \u escapes).
@@ -80,7 +86,7 @@ Exit status: 0 done, 1 failed (one line on stderr says why), 2 wrong command lin
 `
 
 // defaultTimeout is how long twq waits for a file held by another process,
-// or for Redis to answer, by default.
+// or for Redis or PostgreSQL to answer, by default.
 const defaultTimeout = 2 * time.Second
 
 // errHelp is returned by parseCommandLine after printing the usage for -h.
@@ -108,7 +114,7 @@ type options struct {
 // command.
 func (o *options) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.json, "json", o.json, "print JSON")
-	fs.DurationVar(&o.timeout, "timeout", o.timeout, "how long to wait for the file's lock or for Redis")
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "how long to wait for the file's lock, or for Redis or PostgreSQL")
 }
 
 // newFlagSet returns a flag set that reports its errors as values, and
@@ -174,7 +180,7 @@ func parseCommandLine(args []string, stdin io.Reader, stderr io.Writer) (*invoca
 	rest := fs.Args()
 	switch len(rest) {
 	case 0:
-		return nil, usagef("name a queue (a file path or a redis:// URL) and a command")
+		return nil, usagef("name a queue (a file path, or a redis:// or postgres:// URL) and a command")
 	case 1:
 		return nil, usagef("name a command after the queue %s (stats, list, get, dead, requeue, cancel, enqueue, serve)", rest[0])
 	}

@@ -19,6 +19,9 @@ type action func(ctx context.Context, h *handle, p *printer) error
 type command struct {
 	// readOnly commands write nothing to the queue.
 	readOnly bool
+	// lazy commands (serve) hold a queue file only while they use it
+	// (see lazyFile).
+	lazy bool
 	// parse reads the command's arguments (after its name), and the
 	// common flags among them into o.
 	parse func(name string, args []string, o *options) (action, error)
@@ -37,7 +40,7 @@ var commands = map[string]*command{
 	"enqueue":   {parse: parseEnqueue},
 	"pause":     {parse: parsePause(true)},
 	"resume":    {parse: parsePause(false)},
-	"serve":     {parse: parseServe},
+	"serve":     {lazy: true, parse: parseServe},
 }
 
 // defaultLimit is the number of messages dead and list show by default.
@@ -46,7 +49,7 @@ const defaultLimit = 20
 // execute opens the queue, runs the command, and lets go of the queue.
 func (inv *invocation) execute() error {
 	ctx := context.Background()
-	h, err := open(ctx, inv.target, inv.opts, inv.cmd.readOnly)
+	h, err := open(ctx, inv.target, inv.opts, inv.cmd)
 	if err != nil {
 		return err
 	}

@@ -25,11 +25,13 @@ type backend struct {
 	unchanged func(t *testing.T) func()
 }
 
-// forEachBackend runs f on a freshly seeded file, and on a freshly seeded
-// queue on a redis-server of its own.
+// forEachBackend runs f on a freshly seeded file, on a freshly seeded
+// queue on a redis-server of its own, and on a freshly seeded queue of its
+// own on the tests' PostgreSQL.
 func forEachBackend(t *testing.T, f func(t *testing.T, b *backend)) {
 	t.Run("file", func(t *testing.T) { f(t, newFileBackend(t)) })
 	t.Run("redis", func(t *testing.T) { f(t, newRedisBackend(t, startRedis(t), "orders")) })
+	t.Run("postgres", func(t *testing.T) { f(t, newPostgresBackend(t)) })
 }
 
 func TestStats(t *testing.T) {

@@ -117,7 +117,7 @@ func (p *printer) info(i durable.Info) error {
 		{"attempt", strconv.Itoa(i.Attempt)},
 	}
 	if i.LastError != "" {
-		rows = append(rows, []string{"last error", oneLine(i.LastError)})
+		rows = append(rows, []string{"last error", escapeText(i.LastError)})
 	}
 	for _, t := range []struct {
 		name string
@@ -145,7 +145,7 @@ func (p *printer) list(page []durable.Info, next string) error {
 	}
 	rows := [][]string{{"ID", "WHEN", "ATTEMPT", "LAST ERROR", "PAYLOAD"}}
 	for _, i := range page {
-		rows = append(rows, []string{strconv.Quote(i.ID), timeCell(stateTime(i)), strconv.Itoa(i.Attempt), oneLine(i.LastError), payloadCell(i.Payload)})
+		rows = append(rows, []string{strconv.Quote(i.ID), timeCell(stateTime(i)), strconv.Itoa(i.Attempt), escapeText(i.LastError), payloadCell(i.Payload)})
 	}
 	if err := p.table(rows); err != nil {
 		return err

@@ -1,13 +1,14 @@
 // Command twq inspects and repairs a durable queue (package durable) kept
-// in a file or on Redis: stats, get, list by state, dead letters, requeue,
-// cancel, enqueue; and serve, a web dashboard of the queue (package
-// durableweb).
+// in a file, on Redis or on PostgreSQL (durable/pgstore): stats, get, list
+// by state, dead letters, requeue, cancel, enqueue; and serve, a web
+// dashboard of the queue (package durableweb).
 //
 //	twq [-json] [-timeout D] <queue> <command> [args]
 //
 // <queue> is a file path, or redis://[user:password@]host:port/db?queue=NAME
-// (rediss:// for TLS). Run twq -h for the commands. Read-only commands
-// write nothing to the file or to Redis.
+// (rediss:// for TLS), or postgres://[user:password@]host:port/db?queue=NAME
+// (&schema=S for pgstore.WithSchema). Run twq -h for the commands.
+// Read-only commands write nothing to the file, to Redis or to PostgreSQL.
 package main
 
 import (

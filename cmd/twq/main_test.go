@@ -15,7 +15,7 @@ import (
 	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(removingBinary{m}) }
 
 // result is what a run of twq printed, and its exit code.
 type result struct {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,11 +20,17 @@ type printer struct {
 	json bool
 }
 
-// encode writes v as indented JSON.
+// encode writes v as indented JSON, with no character a terminal acts
+// on left raw (escapeJSON).
 func (p *printer) encode(v any) error {
-	enc := json.NewEncoder(p.w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := p.w.Write(escapeJSON(buf.Bytes()))
+	return err
 }
 
 // table writes rows, the first a header, as aligned columns.

@@ -6,6 +6,8 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +29,7 @@ type serveConfig struct {
 	readOnly    bool
 	maxAttempts int
 	auth        *credentials // nil: no authentication (loopback only)
+	allowHosts  allowHostFlag
 }
 
 func parseServe(name string, args []string, o *options) (action, error) {
@@ -37,6 +40,7 @@ func parseServe(name string, args []string, o *options) (action, error) {
 	f.BoolVar(&c.readOnly, "read-only", false, "serve no actions")
 	f.IntVar(&c.maxAttempts, "max-attempts", 10, "the attempts after which an expired lease's message dies, as the service's queue")
 	f.StringVar(&authFile, "auth-file", "", "a file holding a bearer token, or user:password for basic auth")
+	f.Var(&c.allowHosts, "allow-host", "a Host name (NAME or NAME:PORT) to answer besides the listening address and loopback names; repeatable, or a comma list")
 	if _, err := argsExactly(f, args, 0, ""); err != nil {
 		return nil, err
 	}
@@ -55,7 +59,7 @@ func parseServe(name string, args []string, o *options) (action, error) {
 	case !loopback:
 		return nil, usagef("%s: -addr %s is not a loopback address: give -auth-file to let others reach the dashboard", name, c.addr)
 	}
-	return func(ctx context.Context, h *handle, p *printer) error { return serve(ctx, h, p, c) }, nil
+	return func(ctx context.Context, h *handle, p *printer) error { return serve(ctx, h, p, c, o.stderr) }, nil
 }
 
 // isLoopback reports whether addr (host:port) listens on loopback only:
@@ -117,21 +121,40 @@ func (c *credentials) allows(r *http.Request) bool {
 	return ok && strings.EqualFold(scheme, "Bearer") && same(c.token, token) == 1
 }
 
-// require serves h to the requests that carry the credentials, and 401
-// Unauthorized to the others.
-func (c *credentials) require(h http.Handler) http.Handler {
+// require serves h to the requests that carry the credentials, checked
+// through lim (which slows and logs failures), 401 Unauthorized to the
+// others.
+func (c *credentials) require(lim *loginLimiter, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !c.allows(r) {
+		switch lim.check(r, c.allows) {
+		case loginOK:
+			h.ServeHTTP(w, r)
+		case loginTooMany:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "429 too many failed logins from this address: wait and try again", http.StatusTooManyRequests)
+		case loginCanceled:
+		default:
 			if c.basic {
 				w.Header().Set("WWW-Authenticate", `Basic realm="twq", charset="UTF-8"`)
 			} else {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="twq"`)
 			}
 			http.Error(w, "401 unauthorized", http.StatusUnauthorized)
-			return
 		}
-		h.ServeHTTP(w, r)
 	})
+}
+
+// userOf names who sent r, for the log: the basic auth user, or what
+// authenticated it.
+func (c *credentials) userOf(r *http.Request) string {
+	switch {
+	case c == nil:
+		return "(no -auth-file)"
+	case c.basic:
+		u, _, _ := r.BasicAuth()
+		return u
+	}
+	return "(bearer token)"
 }
 
 // serveContext returns the context that ends serve: on SIGINT or SIGTERM.
@@ -145,8 +168,10 @@ var serveContext = func(ctx context.Context) (context.Context, context.CancelFun
 const shutdownTimeout = 5 * time.Second
 
 // serve runs a queue on h's store and serves its dashboard on c.addr
-// until SIGINT or SIGTERM.
-func serve(ctx context.Context, h *handle, p *printer, c serveConfig) error {
+// until SIGINT or SIGTERM. It logs to logTo (stderr), with log/slog's
+// text format: each action, each failed login, each request refused for
+// its Host, with the remote address.
+func serve(ctx context.Context, h *handle, p *printer, c serveConfig, logTo io.Writer) error {
 	ctx, stop := serveContext(ctx)
 	defer stop()
 	// A queue reaps the leases that expired, as the service's would: with
@@ -166,10 +191,21 @@ func serve(ctx context.Context, h *handle, p *printer, c serveConfig) error {
 	}
 	dash := durableweb.New(q, opts...)
 	defer dash.Close()
+	log := slog.New(slog.NewTextHandler(logTo, nil))
 	var handler http.Handler = dash
-	if c.auth != nil {
-		handler = c.auth.require(handler)
+	if lf, ok := h.store.(*lazyFile); ok {
+		handler = lf.hold(handler)
 	}
+	handler = logActions(log, c.auth, handler)
+	if c.auth != nil {
+		handler = c.auth.require(newLoginLimiter(log), handler)
+	}
+	hosts, err := newHostCheck(ln.Addr().String(), c.allowHosts)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	handler = hosts.require(log, handler)
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -85,7 +86,9 @@ func TestCredentials(t *testing.T) {
 		{"bearer, as basic", ct, req(func(r *http.Request) { r.SetBasicAuth("tok3n", "") }), http.StatusUnauthorized},
 	} {
 		w := &responseRecorder{header: http.Header{}}
-		c.cred.require(ok).ServeHTTP(w, c.r)
+		lim := newLoginLimiter(slog.New(slog.DiscardHandler))
+		lim.sleep = func(context.Context, time.Duration) {}
+		c.cred.require(lim, ok).ServeHTTP(w, c.r)
 		assert.Equal(t, c.want, w.code, c.name)
 		if c.want == http.StatusUnauthorized {
 			assert.NotEmpty(t, w.header.Get("WWW-Authenticate"), c.name)
@@ -209,18 +212,22 @@ func TestServeFile(t *testing.T) {
 		func(r *http.Request) { r.Header.Set("Sec-Fetch-Site", "same-origin") })
 	assert.Equal(t, http.StatusSeeOther, code)
 
-	// The file is held while twq serves.
-	twq(t, "-timeout", "50ms", b.queue, "cancel", "p1").failed(t, exitError, "held by another process")
+	// The file is not held while twq serves, between requests.
+	twq(t, b.queue, "cancel", "p1").ok(t)
 
 	r := stop()
 	require.Equal(t, exitOK, r.code, r.stderr)
-	assert.Empty(t, r.stderr)
+	// Each action is logged, done or refused, with the remote address.
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	require.Len(t, lines, 3, r.stderr)
+	assert.Regexp(t, `level=WARN msg="twq serve: action refused or failed" action=/requeue status=403 remote=127\.0\.0\.1:\d+ user="\(no -auth-file\)"$`, lines[0])
+	assert.Regexp(t, `level=INFO msg="twq serve: action done" action=/requeue status=303 remote=127\.0\.0\.1:\d+ user="\(no -auth-file\)" id=d1$`, lines[2])
 	s, closeStore := b.store(t)
 	defer closeStore()
 	st, err := s.Stats(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 0, st.Dead, "d1 was requeued")
-	assert.Equal(t, 3, st.Pending)
+	assert.Equal(t, 2, st.Pending, "p1 was cancelled, d1 requeued")
 }
 
 func TestServeReadOnlyWithAuth(t *testing.T) {

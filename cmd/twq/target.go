@@ -4,24 +4,33 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
 
 // A target is the queue named on the command line: a file, or a queue on
-// Redis.
+// Redis or PostgreSQL.
 type target struct {
-	path string // the queue file, if not on Redis
+	path string // the queue file, if not on Redis nor PostgreSQL
 
-	redis *redis.Options // the Redis to connect to, if on Redis
-	queue string         // the queue's name on Redis
-	shown string         // the URL, without its password, for messages
+	redis *redis.Options  // the Redis to connect to, if on Redis
+	pg    *pgxpool.Config // the PostgreSQL to connect to, if on PostgreSQL
+	// schema is the schema of pgstore's tables (pgstore.DefaultSchema
+	// unless ?schema=).
+	schema string
+	queue  string // the queue's name on Redis or PostgreSQL
+	shown  string // the URL, without its password, for messages
 }
 
 // onRedis reports whether the queue is on Redis.
 func (t target) onRedis() bool { return t.redis != nil }
 
+// onPostgres reports whether the queue is on PostgreSQL.
+func (t target) onPostgres() bool { return t.pg != nil }
+
 // parseTarget reads the <queue> argument: a file path, or a redis://,
-// rediss:// or unix:// URL whose query names the queue (?queue=NAME).
+// rediss://, unix:// or postgres:// URL whose query names the queue
+// (?queue=NAME).
 func parseTarget(s string) (target, error) {
 	if s == "" {
 		return target{}, usagef("the queue is an empty string: give a file path or a redis:// URL")
@@ -32,8 +41,10 @@ func parseTarget(s string) (target, error) {
 	}
 	switch scheme {
 	case "redis", "rediss", "unix":
+	case "postgres", "postgresql":
+		return parsePostgresTarget(s)
 	default:
-		return target{}, usagef("unknown scheme %q in %s: give a file path, or a redis://, rediss:// or unix:// URL", scheme, redact(s))
+		return target{}, usagef("unknown scheme %q in %s: give a file path, or a redis://, rediss://, unix:// or postgres:// URL", scheme, redact(s))
 	}
 	u, err := url.Parse(s)
 	if err != nil {
@@ -56,7 +67,7 @@ func parseTarget(s string) (target, error) {
 
 // String names the target in messages.
 func (t target) String() string {
-	if t.onRedis() {
+	if t.onRedis() || t.onPostgres() {
 		return t.shown
 	}
 	return t.path

@@ -16,6 +16,8 @@ func TestHelp(t *testing.T) {
 		assert.Contains(t, r.stderr, "Usage:")
 		assert.Contains(t, r.stderr, "requeue ID [-at TIME | -in DURATION]")
 		assert.Contains(t, r.stderr, "serve [-addr HOST:PORT] [-read-only] [-auth-file F]")
+		assert.Contains(t, r.stderr, "-allow-host NAME")
+		assert.Contains(t, r.stderr, "postgres://[user:password@]host:port/db?queue=NAME[&schema=S]")
 	}
 }
 
@@ -33,6 +35,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-bogus", q, "stats"}, "flag provided but not defined: -bogus"},
 		{[]string{"", "stats"}, "empty string"},
 		{[]string{"http://host/q", "stats"}, `unknown scheme "http"`},
+		{[]string{"postgres://localhost/db", "stats"}, "names no queue: add ?queue=NAME"},
 		{[]string{"redis://localhost:6379/0", "stats"}, "names no queue: add ?queue=NAME"},
 		{[]string{"redis://localhost:6379/zero?queue=q", "stats"}, "bad Redis URL"},
 		{[]string{q, "stats", "extra"}, `stats: unexpected argument "extra"`},

@@ -50,10 +50,14 @@ func (d *Dashboard) requeue(w http.ResponseWriter, r *http.Request) {
 	redirect(w, "message", url.Values{"id": {id}, "done": {"requeued"}})
 }
 
-// requeueAll brings back every dead message, paging through the dead
-// letters once: a message that dies meanwhile may or may not be included.
+// requeueAll brings back every dead message whose ID starts with the
+// form's prefix (the dead list's filter, which the form carries: all of
+// them without one), paging through the dead letters once: a message
+// that dies meanwhile may or may not be included. It goes back to the
+// dead list with the same filter.
 func (d *Dashboard) requeueAll(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	prefix := r.PostForm.Get("prefix")
 	n, cursor := 0, ""
 	for {
 		infos, next, err := d.q.List(ctx, durable.Dead, cursor, 100)
@@ -62,6 +66,9 @@ func (d *Dashboard) requeueAll(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, in := range infos {
+			if !strings.HasPrefix(in.ID, prefix) {
+				continue
+			}
 			err := d.q.Requeue(ctx, in.ID, time.Time{})
 			switch {
 			case errors.Is(err, durable.ErrNotFound): // requeued or cancelled meanwhile
@@ -77,7 +84,11 @@ func (d *Dashboard) requeueAll(w http.ResponseWriter, r *http.Request) {
 		}
 		cursor = next
 	}
-	redirect(w, "dead", url.Values{"n": {strconv.Itoa(n)}, "done": {"requeued-all"}})
+	back := url.Values{"n": {strconv.Itoa(n)}, "done": {"requeued-all"}}
+	if prefix != "" {
+		back.Set("prefix", prefix)
+	}
+	redirect(w, "dead", back)
 }
 
 func (d *Dashboard) cancelMessage(w http.ResponseWriter, r *http.Request) {

@@ -2,7 +2,8 @@
 // pending, in-flight and dead messages and how they moved over the last
 // hour, the throughput and lateness an Observer saw, each state's messages
 // as a list paged with the queue's cursors and filtered by ID prefix, each
-// message with its payload, and actions on them (requeue, cancel, enqueue)
+// message with its payload, and actions on them (requeue, cancel, enqueue;
+// "requeue all dead" requeues those the dead list's ID filter shows)
 // and on the queue (pause and resume, see durable.Queue.Pause; a badge in
 // the header says when it is paused) unless the dashboard is ReadOnly.
 //

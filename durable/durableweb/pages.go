@@ -293,6 +293,9 @@ func flash(q map[string][]string) string {
 	case "requeued":
 		return fmt.Sprintf("Requeued %q: it is pending, due now.", id)
 	case "requeued-all":
+		if p := get("prefix"); p != "" {
+			return fmt.Sprintf("Requeued %s dead messages with an ID starting with %q: they are pending, due now.", get("n"), p)
+		}
 		return fmt.Sprintf("Requeued %s dead messages: they are pending, due now.", get("n"))
 	case "cancelled":
 		return fmt.Sprintf("Cancelled %q.", id)

@@ -7,11 +7,16 @@
 // The assertions are Go's, unchanged. The ports make their tickers and
 // timers on a wheel (tw.NewTicker, tw.NewTimer, tw.After, where Go calls
 // the time package's) and use *timingwheel.Timer and *timingwheel.Ticker
-// for time's types; what else differs is said where it is.
+// for time's types; what else differs is said where it is. Left out:
+// TestTick and TestTickTimes (the wheel has no Tick: NewTicker(d).C is the
+// same channel), TestLongAdjustTimers (the runtime's timer heap) and
+// TestTimerGC (see TestUnreferencedTickersAreCollected and the README:
+// under -race, collected a collection or two later than Go allows).
 
 package timingwheel_test
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -23,7 +28,7 @@ import (
 )
 
 // goWheel returns a started wheel on the real clock, with New's defaults,
-// stopped when t ends: the ported tests make their tickers and timers on
+// shut down when t ends: the ported tests make their tickers and timers on
 // it where Go's make them with the time package.
 func goWheel(t testing.TB, opts ...timingwheel.Option) *timingwheel.TimingWheel {
 	t.Helper()
@@ -32,7 +37,14 @@ func goWheel(t testing.TB, opts ...timingwheel.Option) *timingwheel.TimingWheel 
 		t.Fatal(err)
 	}
 	w.Start()
-	t.Cleanup(w.Stop)
+	t.Cleanup(func() {
+		// Shutdown: the tasks under way return before the test ends.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*Second)
+		defer cancel()
+		if err := w.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+	})
 	return w
 }
 
@@ -520,6 +532,27 @@ func TestManualTicker(t *testing.T) {
 	c := make(chan Time)
 	tick := &timingwheel.Ticker{C: c}
 	tick.Stop()
+}
+
+func TestAfterTimes(t *testing.T) {
+	t.Parallel()
+	tw := goWheel(t)
+	// Using After(10ms) but waiting for 500ms to read the channel
+	// should produce a time from start+10ms, not start+500ms.
+	// Make sure it does.
+	// To avoid flakes due to very long scheduling delays,
+	// require 10 failures in a row before deciding something is wrong.
+	for range 10 {
+		start := Now()
+		c := tw.After(10 * Millisecond)
+		Sleep(500 * Millisecond)
+		dt := (<-c).Sub(start)
+		if dt < 400*Millisecond {
+			return
+		}
+		t.Logf("After(10ms) time is +%v, want <400ms", dt)
+	}
+	t.Errorf("not working")
 }
 
 // From sleep_test.go.

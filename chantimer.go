@@ -37,10 +37,20 @@ type chanTimer struct {
 type chanHeader struct{ _ uintptr }
 
 func (w *TimingWheel) newChanTimer() *chanTimer {
+	core := &Timer{w: w}
+	h := &chanTimer{Timer: Timer{state: kindChan, C: w.chanFor(core), w: w}, core: core}
+	h.when = int64(uintptr(unsafe.Pointer(h))) // the handle needs no deadline: see chanTimer
+	return h
+}
+
+// chanFor makes core, a new timer, the core of a channel timer (or of a
+// Ticker) and returns its channel C: core's task sends the time the driver
+// fired it on C without blocking, through a weak pointer, and a cleanup
+// stops core once C is unreachable.
+func (w *TimingWheel) chanFor(core *Timer) chan time.Time {
 	c := make(chan time.Time, 1)
 	hdr := (*chanHeader)(reflect.ValueOf(c).UnsafePointer())
 	ref := weak.Make(hdr)
-	core := &Timer{w: w}
 	core.f = func() {
 		if hdr := ref.Value(); hdr != nil {
 			select {
@@ -50,9 +60,7 @@ func (w *TimingWheel) newChanTimer() *chanTimer {
 		}
 	}
 	runtime.AddCleanup(hdr, func(core *Timer) { core.stop() }, core)
-	h := &chanTimer{Timer: Timer{state: kindChan, C: c, w: w}, core: core}
-	h.when = int64(uintptr(unsafe.Pointer(h))) // the handle needs no deadline: see chanTimer
-	return h
+	return c
 }
 
 // chanTimer returns the chanTimer whose handle t is (t is of kindChan). A
@@ -66,8 +74,16 @@ func (t *Timer) chanTimer() *chanTimer {
 }
 
 func (h *chanTimer) stop() bool {
-	stopped := h.core.stop()
-	drained := drain(h.C)
+	stopped := stopChan(h.core, h.C)
 	runtime.KeepAlive(h) // C stays reachable: no cleanup stops the core meanwhile
+	return stopped
+}
+
+// stopChan stops core, the core of a channel timer or a Ticker, then
+// drains c, its channel, so that no stale value is received once it
+// returns; true if either found the timer active.
+func stopChan(core *Timer, c <-chan time.Time) bool {
+	stopped := core.stop()
+	drained := drain(c)
 	return stopped || drained
 }

@@ -152,7 +152,7 @@ func (w *TimingWheel) expire(b *bucket, now int64) {
 				switch {
 				case t.when <= now:
 					l.removeAt(j)
-					w.fire(l, t)
+					w.fire(b, l, t, now)
 				case !b.coarse:
 					left = min(left, t.when)
 				default:
@@ -190,12 +190,18 @@ func (w *TimingWheel) expire(b *bucket, now int64) {
 	}
 }
 
-// fire fires t, which the driver took out of l, whose lock it holds. A
-// channel timer sends before it is idle, so a Stop that sees it idle finds
-// the value to drain; any other's task is the driver's to hand over.
-func (w *TimingWheel) fire(l *lane, t *Timer) {
-	l.pending--
+// fire fires t, which the driver took out of l (a lane of b, whose lock
+// it holds) at now. A channel timer sends before it is idle, so a Stop
+// that sees it idle finds the value to drain; a Ticker sends and stays
+// pending for its next tick (see fireTicker); any other's task is the
+// driver's to hand over.
+func (w *TimingWheel) fire(b *bucket, l *lane, t *Timer, now int64) {
 	s := t.load()
+	if kind(s) == kindTicker {
+		w.fireTicker(b, l, t, now)
+		return
+	}
+	l.pending--
 	if kind(s) == kindChan {
 		t.f() // a send of w.firedAt that never blocks
 		t.move(s, withStatus(s, statusIdle), byOwner)

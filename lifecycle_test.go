@@ -86,6 +86,9 @@ type lcKind struct {
 }
 
 var lcKinds = []lcKind{
+	{name: "ticker", periodic: true, channel: true, make: func(w *TimingWheel, d time.Duration, _ *gate) lcTimer {
+		return &tickerOf{t: w.NewTicker(max(d, time.Millisecond))}
+	}},
 	{name: "func", make: func(w *TimingWheel, d time.Duration, g *gate) lcTimer {
 		x := &funcTimer{}
 		x.t = w.AfterFunc(d, func() { x.runs.Add(1); g.pass() })
@@ -113,6 +116,22 @@ type funcTimer struct {
 func (x *funcTimer) stop() bool                 { return x.t.Stop() }
 func (x *funcTimer) reset(d time.Duration) bool { return x.t.Reset(d) }
 func (x *funcTimer) fired() int                 { return int(x.runs.Load()) }
+
+// tickerOf is a Ticker seen as an lcTimer: its Stop and Reset return
+// nothing, and report true, as for an active schedule.
+type tickerOf struct {
+	t        *Ticker
+	received int
+}
+
+func (x *tickerOf) stop() bool                 { x.t.Stop(); return true }
+func (x *tickerOf) reset(d time.Duration) bool { x.t.Reset(d); return true }
+func (x *tickerOf) fired() int {
+	for drain(x.t.C) {
+		x.received++
+	}
+	return x.received
+}
 
 type chanTimerOf struct {
 	t        *Timer

@@ -147,8 +147,7 @@ func (p *periodic) next(prev, started int64) (int64, bool) {
 		return n, ok
 	}
 	if e, isEvery := p.s.(every); isEvery {
-		d := int64(e)
-		return addSaturating(n, ((started-n)/d+1)*d), true
+		return cadence(n, int64(e), started), true
 	}
 	for range maxSkips {
 		nn, ok := w.nextAfter(p.s, n)
@@ -163,6 +162,16 @@ func (p *periodic) next(prev, started int64) (int64, bool) {
 		n = nn
 	}
 	return w.nextTick(started), true
+}
+
+// cadence returns the first of n, n+d, n+2d... (ns since start) after
+// started, skipping in one step the times missed before it: the rule of
+// Every and of a Ticker, which keep their cadence and drop what they missed.
+func cadence(n, d, started int64) int64 {
+	if n > started {
+		return n
+	}
+	return addSaturating(n, ((started-n)/d+1)*d)
 }
 
 // nextTick returns the start of the tick after the one ns falls in.

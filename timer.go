@@ -15,7 +15,7 @@ import (
 //
 //	bits 0-1   status: idle, pending, fired or running
 //	bit  2     locked: a Reset or a periodic re-arm owns the timer
-//	bits 3-4   kind:   func, channel or periodic; fixed at creation
+//	bits 3-4   kind:   func, channel, periodic or a Ticker's; fixed at creation
 //	bits 5-35  lane:   while pending, the lane the timer is in
 //
 // The statuses:
@@ -38,7 +38,7 @@ import (
 //	idle     locked   own             the timer's lock and a CAS (Reset)
 //	pending  idle     unlink          the lane's lock (Stop)
 //	pending  locked   unlink          the timer's lock, then the lane's (own)
-//	pending  pending  cascade         the lane's lock, then the target lane's
+//	pending  pending  cascade         the lane's lock, then the target lane's (a Ticker's next tick too)
 //	pending  fired    fire            the lane's lock
 //	pending  idle     fire            the lane's lock, after a channel timer's send
 //	fired    idle     runFired        a CAS: its task starts if it wins

@@ -123,6 +123,8 @@ func TestEnqueueTxInvalid(t *testing.T) {
 	defer func() { _ = tx.Rollback(ctx) }()
 	err = s.EnqueueTx(ctx, tx, msg("a", time.Time{}), durable.Message{ID: ""})
 	require.ErrorIs(t, err, durable.ErrInvalidMessage)
+	err = s.EnqueueTx(ctx, tx, msg("a", time.Time{}), msg("a", time.Time{}))
+	require.ErrorIs(t, err, durable.ErrInvalidMessage, "two messages of one ID, as Queue.Enqueue refuses them")
 	require.NoError(t, s.EnqueueTx(ctx, tx, msg("b", time.Time{})))
 	require.NoError(t, tx.Commit(ctx))
 	_, err = s.Get(ctx, "a")

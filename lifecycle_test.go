@@ -273,17 +273,16 @@ func lcWheelStop(t *testing.T, ex lcExecutor, k lcKind, viaShutdown bool) {
 	w.Start()
 	var began, ended atomic.Int64
 	xs := make([]lcTimer, 0, n/2)
-	blockers := make([]*Timer, 0, n/2)
 	for i := range n {
 		if i%2 == 0 {
 			xs = append(xs, k.make(w, time.Millisecond, g))
 			continue
 		}
-		blockers = append(blockers, w.AfterFunc(time.Millisecond, func() {
+		w.AfterFunc(time.Millisecond, func() {
 			began.Add(1)
 			g.pass()
 			ended.Add(1)
-		}))
+		})
 	}
 	mock.Add(time.Millisecond)
 	if ex.name != "goroutines" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/boltstore"
 	"github.com/seed64e23a5c/timingwheel/internal/durablebench"
 )
 
@@ -104,7 +105,7 @@ func BenchmarkMillionPending(b *testing.B) {
 	const n = 1_000_000
 	path := filepath.Join(b.TempDir(), "million.db")
 	ctx := context.Background()
-	s, err := durable.OpenBoltStore(path)
+	s, err := boltstore.Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}

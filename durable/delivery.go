@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // Delivery is a message received from a Queue, leased to its receiver
@@ -29,7 +31,7 @@ type Delivery struct {
 	revoked bool      // replaced or cancelled while held (under q.mu)
 }
 
-func (q *Queue) delivery(storeNow time.Time, l Lease) *Delivery {
+func (q *Queue) delivery(storeNow time.Time, l store.Lease) *Delivery {
 	now := q.clock.Now()
 	ready := l.Ready
 	if ready.IsZero() { // a store that does not say: the due time
@@ -56,7 +58,7 @@ func (q *Queue) delivery(storeNow time.Time, l Lease) *Delivery {
 // ErrLeaseLost unless it reaches the store before any queue on it has
 // reaped the lease; use Extend for a task that may run longer.
 func (d *Delivery) Ack(ctx context.Context) error {
-	err := d.q.call(func() error { return d.q.store.Ack(ctx, d.ID, d.token) })
+	err := d.q.call(func() error { return d.q.store.Ack(ctx, d.ref()) })
 	d.observeResult(EventAcked, err)
 	return err
 }
@@ -94,7 +96,7 @@ func (d *Delivery) RetryWithError(ctx context.Context, after time.Duration, caus
 	}
 	dead := d.Attempt >= q.cfg.maxAttempts
 	err := q.call(func() error {
-		return q.store.Retry(ctx, d.ID, d.token, RetryParams{After: after, Dead: dead, Error: text})
+		return q.store.Retry(ctx, store.RetryParams{Lease: d.ref(), After: after, Dead: dead, Error: text, Retention: q.cfg.retention})
 	})
 	if err != nil {
 		d.observeResult(EventRetried, err)
@@ -127,7 +129,7 @@ func (d *Delivery) Extend(ctx context.Context, by time.Duration) error {
 // deadline.
 func (d *Delivery) extend(ctx context.Context, by time.Duration) (time.Time, error) {
 	q := d.q
-	if err := q.call(func() error { return q.store.Extend(ctx, d.ID, d.token, by) }); err != nil {
+	if err := q.call(func() error { return q.store.Extend(ctx, store.ExtendParams{Lease: d.ref(), By: by}) }); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			d.observeResult(EventLeaseLost, err)
 		}
@@ -142,3 +144,6 @@ func (d *Delivery) extend(ctx context.Context, by time.Duration) (time.Time, err
 	q.mu.Unlock()
 	return now.Add(by), nil
 }
+
+// ref names the delivery's lease, for the store.
+func (d *Delivery) ref() store.LeaseRef { return store.LeaseRef{ID: d.ID, Token: d.token} }

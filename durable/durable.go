@@ -43,87 +43,52 @@
 // Receive has claimed ahead, whatever the number of messages in the store.
 package durable
 
-import (
-	"errors"
-	"fmt"
-	"time"
-)
+import "github.com/seed64e23a5c/timingwheel/durable/store"
 
-// Limits on messages. Enqueue rejects a message beyond them with an error
-// wrapping ErrInvalidMessage, and writes nothing.
+// Limits on messages (see store.Message.Validate). Enqueue rejects a
+// message beyond them with an error wrapping ErrInvalidMessage, and
+// writes nothing.
 const (
 	// MaxIDLen is the longest message ID, in bytes.
-	MaxIDLen = 512
+	MaxIDLen = store.MaxIDLen
 	// MaxPayloadLen is the largest payload, in bytes (1 MiB).
-	MaxPayloadLen = 1 << 20
+	MaxPayloadLen = store.MaxPayloadLen
 )
 
+// The errors of a queue. They are the store package's, so that a queue
+// returns what its store returned as it is.
 var (
 	// ErrClosed is returned by the methods of a Queue or a Store that has
 	// been closed.
-	ErrClosed = errors.New("durable: queue closed")
+	ErrClosed = store.ErrClosed
 	// ErrLeaseLost is returned by Ack, Retry and Extend when the delivery's
 	// lease is no longer held: it expired and a queue reaped it (the
 	// message is pending again, or dead, or was delivered again), or the
 	// message was replaced or acked meanwhile. Nothing is changed.
-	ErrLeaseLost = errors.New("durable: lease lost")
+	ErrLeaseLost = store.ErrLeaseLost
 	// ErrInFlight is returned by Cancel for a message that is being
 	// delivered: ack it, or let its lease expire, instead.
-	ErrInFlight = errors.New("durable: message in flight")
-	// ErrPaused is returned by Store.Confirm for a lease claimed ahead
-	// while the queue is paused (see Queue.Pause): the message is not
-	// handed out, and its holder gives it back.
-	ErrPaused = errors.New("durable: queue paused")
+	ErrInFlight = store.ErrInFlight
+	// ErrPaused is returned by a store's Confirm for a lease claimed ahead
+	// while the queue is paused (see Queue.Pause).
+	ErrPaused = store.ErrPaused
 	// ErrNotFound is returned by Requeue when there is no dead message
 	// with the given ID, and wrapped by the error of Get when there is no
 	// message with the given ID.
-	ErrNotFound = errors.New("durable: no such message")
+	ErrNotFound = store.ErrNotFound
 	// ErrInvalidMessage is wrapped by the error Enqueue returns for a
-	// message that breaks a limit: an empty or too long ID, or a too large
-	// payload.
-	ErrInvalidMessage = errors.New("durable: invalid message")
-	// ErrLocked is returned by Open when another open queue, in this
-	// process or another, holds the file.
-	ErrLocked = errors.New("durable: file is held by another open queue")
-	// ErrCorrupt is returned when the store's file is damaged.
-	ErrCorrupt = errors.New("durable: store file is corrupt")
+	// message that breaks a limit (an empty or too long ID, a too large
+	// payload, a due time outside the range stores keep) or a batch with
+	// two messages of one ID.
+	ErrInvalidMessage = store.ErrInvalidMessage
+	// ErrInvalidCursor is wrapped by the error List returns for a cursor
+	// it did not make for the same state.
+	ErrInvalidCursor = store.ErrInvalidCursor
 )
 
-// Message is a message of the queue.
-type Message struct {
-	// ID identifies the message: enqueueing an ID that is already held
-	// replaces that message. It must be 1 to MaxIDLen bytes long.
-	ID string
-	// Payload is the message's body, at most MaxPayloadLen bytes.
-	Payload []byte
-	// Due is the earliest time the message may be delivered. The zero time
-	// means now.
-	Due time.Time
-}
+// Message is a message of the queue: its ID, Payload and Due (see
+// store.Message).
+type Message = store.Message
 
-// Validate reports whether m is within the limits, with an error wrapping
-// ErrInvalidMessage if not. Stores call it before writing anything.
-func (m *Message) Validate() error {
-	switch {
-	case m.ID == "":
-		return fmt.Errorf("%w: empty ID", ErrInvalidMessage)
-	case len(m.ID) > MaxIDLen:
-		return fmt.Errorf("%w: ID is %d bytes, more than MaxIDLen (%d)", ErrInvalidMessage, len(m.ID), MaxIDLen)
-	case len(m.Payload) > MaxPayloadLen:
-		return fmt.Errorf("%w: payload of %q is %d bytes, more than MaxPayloadLen (%d)", ErrInvalidMessage, m.ID, len(m.Payload), MaxPayloadLen)
-	}
-	return nil
-}
-
-// Stats counts the messages of a queue.
-type Stats struct {
-	// Pending counts the messages waiting for their due time or for a
-	// consumer, InFlight those leased to a consumer, and Dead the dead
-	// letters.
-	Pending, InFlight, Dead int
-	// NextDue is the due time of the earliest pending message, or the zero
-	// time if none is pending.
-	NextDue time.Time
-	// Paused says whether the queue is paused (see Queue.Pause).
-	Paused bool
-}
+// Stats counts the messages of a queue (see store.Stats).
+type Stats = store.Stats

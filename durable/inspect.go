@@ -3,6 +3,8 @@ package durable
 import (
 	"context"
 	"fmt"
+
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // Reading what the queue holds: Get, List, DeadLetters and Stats.
@@ -33,7 +35,7 @@ func (q *Queue) Get(ctx context.Context, id string) (Info, error) {
 // invalid s.
 func (q *Queue) List(ctx context.Context, s State, cursor string, limit int) ([]Info, string, error) {
 	switch {
-	case !s.valid():
+	case !s.Valid():
 		return nil, "", fmt.Errorf("durable: List of an invalid state %v", s)
 	case limit < 1:
 		return nil, "", fmt.Errorf("durable: List limit must be positive, got %d", limit)
@@ -43,7 +45,7 @@ func (q *Queue) List(ctx context.Context, s State, cursor string, limit int) ([]
 		next  string
 	)
 	err := q.call(func() (err error) {
-		infos, next, err = q.store.List(ctx, s, cursor, limit)
+		infos, next, err = q.store.List(ctx, store.ListParams{State: s, Cursor: cursor, Limit: limit})
 		return err
 	})
 	return infos, next, err
@@ -59,12 +61,15 @@ func (q *Queue) DeadLetters(ctx context.Context, limit int) ([]Message, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("durable: DeadLetters limit must be positive, got %d", limit)
 	}
-	var dead []Message
-	err := q.call(func() (err error) {
-		dead, err = q.store.DeadLetters(ctx, limit)
-		return err
-	})
-	return dead, err
+	infos, _, err := q.List(ctx, Dead, "", limit)
+	if err != nil {
+		return nil, err
+	}
+	dead := make([]Message, len(infos))
+	for i, info := range infos {
+		dead[i] = Message{ID: info.ID, Payload: info.Payload, Due: info.DiedAt}
+	}
+	return dead, nil
 }
 
 // Stats counts the messages in the store.

@@ -29,7 +29,10 @@ import (
 // out before the pause go on: they are acked, retried and extended as
 // usual, and expired leases are reaped.
 func (q *Queue) Pause(ctx context.Context) error {
-	return q.call(func() error { return q.store.SetPaused(ctx, true) })
+	if q.pauser == nil {
+		return q.pauseUnsupported()
+	}
+	return q.call(func() error { return q.pauser.SetPaused(ctx, true) })
 }
 
 // Resume undoes Pause: receivers in every process take messages again,
@@ -38,7 +41,10 @@ func (q *Queue) Pause(ctx context.Context) error {
 // process on the same store). Resuming a queue that is not paused does
 // nothing.
 func (q *Queue) Resume(ctx context.Context) error {
-	if err := q.call(func() error { return q.store.SetPaused(ctx, false) }); err != nil {
+	if q.pauser == nil {
+		return q.pauseUnsupported()
+	}
+	if err := q.call(func() error { return q.pauser.SetPaused(ctx, false) }); err != nil {
 		return err
 	}
 	qs := localQueues.on(q.store)

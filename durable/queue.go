@@ -12,12 +12,16 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/seed64e23a5c/timingwheel"
+	"github.com/seed64e23a5c/timingwheel/durable/boltstore"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // Queue is a durable delay queue over a Store. Create one with Open (the
 // embedded file) or New; all methods are safe for concurrent use.
 type Queue struct {
 	store     Store
+	pauser    store.Pauser       // the store's, or nil (see Pause)
+	keeper    store.SeriesKeeper // the store's, or nil (see Schedule)
 	ownsStore bool
 	cfg       config
 	clock     clock.Clock
@@ -70,7 +74,9 @@ func New(s Store, opts ...Option) (*Queue, error) {
 }
 
 // Open opens the queue kept in the file at path, creating the file if
-// needed (see BoltStore). Close the queue to release the file.
+// needed: the embedded store of package durable/boltstore, whose
+// options (WithSync, WithLockTimeout, and WithClock) it takes with the
+// queue's. Close the queue to release the file.
 func Open(path string, opts ...Option) (*Queue, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -79,7 +85,7 @@ func Open(path string, opts ...Option) (*Queue, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s, err := openBoltStore(path, &cfg)
+	s, err := boltstore.Open(path, cfg.fileOptions()...)
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +108,8 @@ func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
 		store: s, ownsStore: ownsStore, cfg: cfg, clock: cfg.clock, wheel: cfg.wheel,
 		log: cfg.logger, ahead: make(map[string]*Delivery), series: make(map[string]*seriesRun),
 	}
+	q.pauser, _ = s.(store.Pauser)
+	q.keeper, _ = s.(store.SeriesKeeper)
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	q.done = q.ctx.Done()
 	if q.clock == nil {
@@ -130,7 +138,7 @@ func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
 		q.shutdown()
 		return nil, err
 	}
-	if n, ok := s.(Notifier); ok {
+	if n, ok := s.(store.Notifier); ok {
 		q.wg.Add(1)
 		go q.listen(n)
 	}
@@ -150,7 +158,7 @@ func (q *Queue) Enqueue(ctx context.Context, msgs ...Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	if err := validateBatch(msgs); err != nil {
+	if err := store.ValidateBatch(msgs); err != nil {
 		return err
 	}
 	held := q.heldAhead(msgs)
@@ -171,31 +179,6 @@ func (q *Queue) Enqueue(ctx context.Context, msgs ...Message) error {
 	q.wakeAt(earliest)
 	for i := range msgs {
 		q.observe(Event{Kind: EventEnqueued, ID: msgs[i].ID})
-	}
-	return nil
-}
-
-// validateBatch checks each message of msgs (Message.Validate), and that
-// no ID appears twice: a batch is refused whole.
-func validateBatch(msgs []Message) error {
-	var seen map[string]int
-	if len(msgs) > 1 {
-		seen = make(map[string]int, len(msgs))
-	}
-	for i := range msgs {
-		if err := msgs[i].Validate(); err != nil {
-			if len(msgs) == 1 {
-				return err
-			}
-			return fmt.Errorf("message %d of the batch: %w", i, err)
-		}
-		if seen == nil {
-			continue
-		}
-		if j, dup := seen[msgs[i].ID]; dup {
-			return fmt.Errorf("%w: messages %d and %d of the batch have the same ID %q", ErrInvalidMessage, j, i, msgs[i].ID)
-		}
-		seen[msgs[i].ID] = i
 	}
 	return nil
 }
@@ -225,7 +208,10 @@ func (q *Queue) Cancel(ctx context.Context, id string) (bool, error) {
 // if zero), with its attempts counted from zero again. It returns
 // ErrNotFound if there is no dead message id.
 func (q *Queue) Requeue(ctx context.Context, id string, due time.Time) error {
-	if err := q.call(func() error { return q.store.Requeue(ctx, id, due) }); err != nil {
+	if err := store.CheckTime(due); err != nil {
+		return fmt.Errorf("durable: Requeue of %q: %w", id, err)
+	}
+	if err := q.call(func() error { return q.store.Requeue(ctx, store.RequeueParams{ID: id, Due: due}) }); err != nil {
 		return err
 	}
 	q.wakeAt(due)

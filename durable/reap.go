@@ -3,7 +3,10 @@ package durable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // Reaping expired leases: Reap, and the queue's reap timer that runs it.
@@ -30,9 +33,10 @@ func Reap(ctx context.Context, s Store, limit int, p RetryPolicy) (Reaped, error
 	if len(e.Leases) == 0 {
 		return Reaped{Now: e.Now, NextDue: e.NextDue, NextDeadline: e.NextDeadline}, nil
 	}
-	params := make([]RetryParams, len(e.Leases))
+	params := make([]store.RetryParams, len(e.Leases))
 	for i, l := range e.Leases {
-		params[i] = RetryParams{Error: LeaseExpired, Expired: true, Dead: l.Attempt >= p.MaxAttempts}
+		params[i] = store.RetryParams{Lease: l.Ref(), Error: LeaseExpired, Expired: true,
+			Dead: l.Attempt >= p.MaxAttempts, Retention: p.Retention}
 		if !params[i].Dead {
 			if params[i].After, err = p.Delay(l.Attempt); err != nil {
 				return Reaped{}, err
@@ -40,8 +44,8 @@ func Reap(ctx context.Context, s Store, limit int, p RetryPolicy) (Reaped, error
 		}
 	}
 	var r Reaped
-	for i, l := range e.Leases {
-		err := s.Retry(ctx, l.ID, l.Token, params[i])
+	for i := range e.Leases {
+		err := s.Retry(ctx, params[i])
 		switch {
 		case errors.Is(err, ErrLeaseLost):
 			continue
@@ -106,7 +110,7 @@ func (q *Queue) reapLoop() {
 
 // reapExpired ends the leases whose deadline passed, in batches.
 func (q *Queue) reapExpired(ctx context.Context) error {
-	p := RetryPolicy{MaxAttempts: q.cfg.maxAttempts, Backoff: q.cfg.backoff}
+	p := RetryPolicy{MaxAttempts: q.cfg.maxAttempts, Backoff: q.cfg.backoff, Retention: q.cfg.retention}
 	for {
 		r, err := Reap(ctx, q.store, reapBatch, p)
 		if err != nil {
@@ -124,4 +128,44 @@ func (q *Queue) reapExpired(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// Reaped is what Reap returns.
+type Reaped struct {
+	// Returned counts the messages made pending again and Dead those that
+	// died.
+	Returned, Dead int
+	// Now, NextDue and NextDeadline are as in store.Claimed, after the
+	// reap.
+	Now, NextDue, NextDeadline time.Time
+}
+
+// RetryPolicy is how Reap treats a message whose lease expired: the
+// queue's rules of death, back-off and retention.
+type RetryPolicy struct {
+	// MaxAttempts is the number of attempts after which a message dies.
+	MaxAttempts int
+	// Backoff returns the delay before the next attempt of a message whose
+	// attempt number attempt (1 or more) failed.
+	Backoff func(attempt int) time.Duration
+	// Retention bounds the dead letters kept when a message dies (see
+	// WithDeadLetterRetention); the zero Retention keeps them all.
+	Retention store.Retention
+}
+
+// Delay is the back-off of a message whose attempt number attempt (1 or
+// more) failed: p.Backoff(attempt), or 0 if p.Backoff is nil. A panic in
+// Backoff, which is the user's code, comes back as an error, so that it
+// fails the Reap that called it and not the store. Reap calls it for each
+// message it makes pending again, and not for one that dies.
+func (p RetryPolicy) Delay(attempt int) (d time.Duration, err error) {
+	if p.Backoff == nil {
+		return 0, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("durable: the back-off function panicked for attempt %d: %v", attempt, r)
+		}
+	}()
+	return p.Backoff(attempt), nil
 }

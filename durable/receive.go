@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // Receiving: claiming due messages (ahead of their due time, or held
@@ -68,7 +70,7 @@ func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Del
 			return nil, err
 		}
 		n, held := want()
-		c, err := q.store.Claim(ctx, ClaimParams{Limit: n, Held: held, Lease: q.cfg.visibility, Ahead: q.cfg.claimAhead})
+		c, err := q.store.Claim(ctx, store.ClaimParams{Limit: n, Held: held, Lease: q.cfg.visibility, Ahead: q.cfg.claimAhead})
 		q.claimDone()
 		if err == nil {
 			failures, lastErr = 0, nil
@@ -162,7 +164,7 @@ func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 	}
 	q.active.Add(1) // Close waits for the confirmation
 	q.mu.Unlock()
-	err := q.store.Confirm(context.Background(), d.ID, d.token)
+	err := q.store.Confirm(context.Background(), d.ref())
 	q.active.Done()
 	switch {
 	case err == nil:
@@ -225,7 +227,7 @@ func (q *Queue) revokeIfHeld(held map[string]*Delivery) {
 // counted: a store has no way to take one back.
 func (q *Queue) release(d *Delivery) {
 	after := max(d.dueAt.Sub(q.clock.Now()), 0)
-	if err := q.store.Release(context.Background(), d.ID, d.token, after); err != nil &&
+	if err := q.store.Retry(context.Background(), store.RetryParams{Lease: d.ref(), After: after}); err != nil &&
 		!errors.Is(err, ErrLeaseLost) {
 		q.log.Warn("durable: giving back a message claimed ahead failed; its lease will expire", "id", d.ID, "err", err)
 	}

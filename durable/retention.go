@@ -1,36 +1,36 @@
 package durable
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
-// Default dead-letter retention (see WithDeadLetterRetention and
-// DefaultRetention).
+// Default dead-letter retention (see WithDeadLetterRetention).
 const (
 	DefaultDeadLetterCount = 10_000
 	DefaultDeadLetterAge   = 7 * 24 * time.Hour
 )
 
-// Retention bounds the dead letters a store keeps: when a message dies, the
-// store deletes the oldest beyond MaxCount and those that died more than
-// MaxAge ago (a bounded number a call, so that a call stays short). Zero
-// means no limit of that kind. It is decided here, once, and given to a
-// store as a value: the file store takes it from WithDeadLetterRetention,
-// redisstore from its option of the same name.
-type Retention struct {
-	MaxCount int
-	MaxAge   time.Duration
-}
+// DefaultRetention is the retention of a queue given no
+// WithDeadLetterRetention: DefaultDeadLetterCount messages,
+// DefaultDeadLetterAge of age.
+var DefaultRetention = store.Retention{MaxCount: DefaultDeadLetterCount, MaxAge: DefaultDeadLetterAge}
 
-// DefaultRetention is the retention of a store given none:
-// DefaultDeadLetterCount messages, DefaultDeadLetterAge of age.
-var DefaultRetention = Retention{MaxCount: DefaultDeadLetterCount, MaxAge: DefaultDeadLetterAge}
+// Retention bounds the dead letters a store keeps.
+//
+// Deprecated: use store.Retention; a queue's is set by
+// WithDeadLetterRetention.
+type Retention = store.Retention
 
-// Validate returns an error if a limit of r is negative.
-func (r Retention) Validate() error {
-	if r.MaxCount < 0 || r.MaxAge < 0 {
-		return fmt.Errorf("durable: WithDeadLetterRetention(%d, %v): negative limit", r.MaxCount, r.MaxAge)
-	}
-	return nil
+// WithDeadLetterRetention bounds the dead letters of the queue, whatever
+// its store (see store.Retention): when a message dies, the oldest dead
+// letters beyond maxCount, and those dead for longer than maxAge, are
+// deleted for good (up to store.MaxTrim at a time). Zero means no limit
+// of that kind. The defaults are DefaultDeadLetterCount and
+// DefaultDeadLetterAge, so that dead letters nobody requeues do not fill
+// the disk. The queue decides it once, and gives the bound to its store
+// with each death.
+func WithDeadLetterRetention(maxCount int, maxAge time.Duration) Option {
+	return func(c *config) { c.retention = store.Retention{MaxCount: maxCount, MaxAge: maxAge} }
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -31,14 +32,14 @@ func (s *claimRecorder) Claim(ctx context.Context, p ClaimParams) (Claimed, erro
 	return s.Store.Claim(ctx, p)
 }
 
-func (s *claimRecorder) Ack(ctx context.Context, id string, token uint64) error {
+func (s *claimRecorder) Ack(ctx context.Context, l store.LeaseRef) error {
 	if s.holdAcks != nil {
 		if s.acking != nil {
-			s.acking <- id
+			s.acking <- l.ID
 		}
 		<-s.holdAcks
 	}
-	return s.Store.Ack(ctx, id, token)
+	return s.Store.Ack(ctx, l)
 }
 
 func (s *claimRecorder) claimLimits() []int {

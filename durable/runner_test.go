@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/internal/syncbuf"
 )
 
@@ -191,8 +192,8 @@ type extendCounter struct {
 	extends atomic.Int32
 }
 
-func (s *extendCounter) Extend(ctx context.Context, id string, token uint64, by time.Duration) error {
-	err := s.Store.Extend(ctx, id, token, by)
+func (s *extendCounter) Extend(ctx context.Context, p store.ExtendParams) error {
+	err := s.Store.Extend(ctx, p)
 	if err == nil {
 		s.extends.Add(1)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"github.com/seed64e23a5c/timingwheel"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // Durable schedules (Queue.Schedule): a series of messages, one for each
@@ -196,6 +197,9 @@ type seriesRun struct {
 // queue takes part in the series until Unschedule, Close, or a conflict;
 // the series lives on in the store until Unschedule.
 func (q *Queue) Schedule(ctx context.Context, name string, s Schedule, payload []byte) error {
+	if err := q.keepsSeries(); err != nil {
+		return err
+	}
 	if err := checkScheduleName(name); err != nil {
 		return err
 	}
@@ -218,7 +222,7 @@ func (q *Queue) Schedule(ctx context.Context, name string, s Schedule, payload [
 		return fmt.Errorf("%w: the schedule has no time after now (%v)", ErrInvalidSchedule, now)
 	}
 	r := &seriesRun{name: name, sched: s, fp: fp, payload: payload}
-	var st Series
+	var st store.Series
 	err = q.call(func() (err error) {
 		st, err = q.joinSeries(ctx, r, now, first)
 		return err
@@ -242,16 +246,16 @@ func (q *Queue) Schedule(ctx context.Context, name string, s Schedule, payload [
 
 // joinSeries creates the series of r, joins it if it runs r's Schedule,
 // or rewrites it to r's Schedule, and returns its state.
-func (q *Queue) joinSeries(ctx context.Context, r *seriesRun, now, first time.Time) (Series, error) {
-	st, err := q.store.Series(ctx, r.name)
+func (q *Queue) joinSeries(ctx context.Context, r *seriesRun, now, first time.Time) (store.Series, error) {
+	st, err := q.keeper.Series(ctx, r.name)
 	if err != nil && !errors.Is(err, ErrNotFound) {
-		return Series{}, err
+		return store.Series{}, err
 	}
 	for {
-		var p SeriesStep
+		var p store.SeriesStep
 		switch {
 		case st.Name == "":
-			p = r.step(Series{}, first)
+			p = r.step(store.Series{}, first)
 		case st.Fingerprint == r.fp:
 			return st, nil
 		case st.Last.After(now) && r.has(st.Last):
@@ -266,9 +270,9 @@ func (q *Queue) joinSeries(ctx context.Context, r *seriesRun, now, first time.Ti
 				p.Cancel = st.Pending
 			}
 		}
-		cur, ok, err := q.store.AdvanceSeries(ctx, p)
+		cur, ok, err := q.keeper.AdvanceSeries(ctx, p)
 		if err != nil {
-			return Series{}, err
+			return store.Series{}, err
 		}
 		if ok {
 			q.wakeAt(cur.Last)
@@ -287,9 +291,9 @@ func (r *seriesRun) has(t time.Time) bool {
 
 // step is the step from the state st (zero: none) that writes the
 // message of t and makes t the series' Last.
-func (r *seriesRun) step(st Series, t time.Time) SeriesStep {
+func (r *seriesRun) step(st store.Series, t time.Time) store.SeriesStep {
 	next, _ := nextTime(r.sched, t) // checked by fingerprint; zero ends
-	return SeriesStep{
+	return store.SeriesStep{
 		Name: r.name, ExpectLast: st.Last, ExpectFingerprint: st.Fingerprint,
 		Fingerprint: r.fp, Last: t, Next: next,
 		Message: Message{ID: ScheduleID(r.name, t), Payload: r.payload, Due: t},
@@ -326,9 +330,9 @@ func (q *Queue) stepSeries(r *seriesRun) {
 		q.log.Error("durable: a step of a series failed; trying again", "series", r.name, "err", err)
 		q.armSeries(r, q.clock.Now().Add(seriesRetry))
 	}
-	var st Series
+	var st store.Series
 	err := q.call(func() (err error) {
-		st, err = q.store.Series(q.ctx, r.name)
+		st, err = q.keeper.Series(q.ctx, r.name)
 		return err
 	})
 	for {
@@ -366,7 +370,7 @@ func (q *Queue) stepSeries(r *seriesRun) {
 		p := r.step(st, t)
 		var ok bool
 		err = q.call(func() (err error) {
-			st, ok, err = q.store.AdvanceSeries(q.ctx, p)
+			st, ok, err = q.keeper.AdvanceSeries(q.ctx, p)
 			return err
 		})
 		if err == nil && ok {
@@ -405,6 +409,9 @@ func (q *Queue) dropSeries(r *seriesRun, err error) {
 // cancelled (unless it has been handed out already). It reports whether
 // there was such a series.
 func (q *Queue) Unschedule(ctx context.Context, name string) (bool, error) {
+	if err := q.keepsSeries(); err != nil {
+		return false, err
+	}
 	q.mu.Lock()
 	if r := q.series[name]; r != nil {
 		r.stopLocked()
@@ -413,7 +420,7 @@ func (q *Queue) Unschedule(ctx context.Context, name string) (bool, error) {
 	q.mu.Unlock()
 	var found bool
 	err := q.call(func() (err error) {
-		found, err = q.store.DeleteSeries(ctx, name)
+		found, err = q.keeper.DeleteSeries(ctx, name)
 		return err
 	})
 	return found, err
@@ -421,9 +428,12 @@ func (q *Queue) Unschedule(ctx context.Context, name string) (bool, error) {
 
 // Schedules lists the series the store knows, by name.
 func (q *Queue) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
-	var list []Series
+	if err := q.keepsSeries(); err != nil {
+		return nil, err
+	}
+	var list []store.Series
 	err := q.call(func() (err error) {
-		list, err = q.store.ListSeries(ctx)
+		list, err = q.keeper.ListSeries(ctx)
 		return err
 	})
 	if err != nil {

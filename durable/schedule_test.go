@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // t0 is the mock clock's start in the tests of schedules.
@@ -40,7 +41,7 @@ func sharedQueues(t *testing.T, n int, opts ...Option) ([]*Queue, *BoltStore, *c
 }
 
 // seriesLast waits until the series name's Last is want in s.
-func seriesLast(t *testing.T, s Store, name string, want time.Time) {
+func seriesLast(t *testing.T, s store.SeriesKeeper, name string, want time.Time) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		st, err := s.Series(context.Background(), name)
@@ -133,7 +134,7 @@ func TestScheduleRestartEnqueuesTheLatestMissedTimeOnce(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, q2.Close()) }()
 	require.NoError(t, q2.Schedule(ctx, "sweep", every, nil))
-	seriesLast(t, q2.store, "sweep", t0.Add(11*time.Minute))
+	seriesLast(t, q2.keeper, "sweep", t0.Add(11*time.Minute))
 	assert.Equal(t, []string{
 		ScheduleID("sweep", t0.Add(time.Minute)),    // written ahead before the downtime
 		ScheduleID("sweep", t0.Add(10*time.Minute)), // the latest time missed, once
@@ -151,7 +152,7 @@ func TestScheduleChange(t *testing.T) {
 	// is cancelled.
 	require.NoError(t, q.Schedule(ctx, "s", timingwheel.Every(90*time.Second), nil))
 	assert.Equal(t, []string{ScheduleID("s", t0.Add(90*time.Second))}, pendingIDs(t, q))
-	st, err := q.store.Series(ctx, "s")
+	st, err := q.keeper.Series(ctx, "s")
 	require.NoError(t, err)
 	assert.Equal(t, t0.Add(180*time.Second), st.Next.UTC())
 
@@ -173,7 +174,7 @@ func TestScheduleChange(t *testing.T) {
 
 	// The series goes on at the new times.
 	mock.Set(t0.Add(time.Minute))
-	seriesLast(t, q.store, "s", t0.Add(2*time.Minute))
+	seriesLast(t, q.keeper, "s", t0.Add(2*time.Minute))
 }
 
 // conflicts is an Observer that keeps the schedule conflicts it hears.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // A store measures due times and deadlines on its own clock (see Store),
@@ -15,16 +16,6 @@ import (
 // of Open is, needs no conversion, and gets none: otherwise a claim whose
 // readings fall on either side of a step of a mock clock would hold its
 // message for the length of the step after its due time.
-
-// LocalClock is an optional interface of a Store: a store that measures
-// time on a clock of this process implements it, and Clock returns that
-// clock (BoltStore and durable/memstore do; Redis, on the server's TIME,
-// does not). A Queue whose clock is the same one (both the machine's, or
-// the same *clock.Mock) keeps the store's instants as they are; with any
-// other store it converts them by the two clocks' nows (see Store).
-type LocalClock interface {
-	Clock() clock.Clock
-}
 
 var realClockType = reflect.TypeOf(clock.New())
 
@@ -41,7 +32,7 @@ func sameClock(a, b clock.Clock) bool {
 
 // onStoreClock reports whether s measures time on c.
 func onStoreClock(s Store, c clock.Clock) bool {
-	lc, ok := s.(LocalClock)
+	lc, ok := s.(store.LocalClock)
 	return ok && sameClock(lc.Clock(), c)
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // The queue's timers and wake-ups: the receivers waiting for a message,
@@ -177,7 +178,7 @@ func (q *Queue) wake() {
 
 // listen wakes a receiver on each notification of a shared store, and
 // gives the store's channel back on Close.
-func (q *Queue) listen(n Notifier) {
+func (q *Queue) listen(n store.Notifier) {
 	defer q.wg.Done()
 	wakeups, stop := n.Wakeups()
 	defer stop()

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/boltstore"
 	"github.com/seed64e23a5c/timingwheel/durable/redisstore"
 	"github.com/seed64e23a5c/timingwheel/internal/durablebench"
 )
@@ -126,7 +127,7 @@ func durableWindow(o *options) time.Duration { return min(2*time.Second, o.windo
 // This is the one place that makes a store.
 func openDurableStore(o *options, dir string) (durable.Store, error) {
 	if o.store == storeBolt {
-		return durable.OpenBoltStore(filepath.Join(dir, durableFile))
+		return boltstore.Open(filepath.Join(dir, durableFile))
 	}
 	if isPostgresURL(o.store) {
 		return openPgStore(o, runQueueName(dir))

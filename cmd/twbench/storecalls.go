@@ -3,54 +3,48 @@ package main
 import (
 	"context"
 	"sync/atomic"
-	"time"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // countingPgStore is a pgStore that counts the calls a Queue makes of the
 // methods that deliver a message: Claim, Confirm, Ack and the others of a
 // lease. Each is one SQL statement on pgstore (see its package doc), so
 // the counts split the statements of a job worked by what they do. It
-// keeps the store's Wakeups (durable.Notifier), which the queue needs.
+// keeps the store's Wakeups (store.Notifier), which the queue needs.
 type countingPgStore struct {
 	pgStore
 	claims, confirms, acks, others atomic.Int64
 }
 
-var _ durable.Notifier = (*countingPgStore)(nil)
+var _ store.Notifier = (*countingPgStore)(nil)
 
-func (s *countingPgStore) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claimed, error) {
+func (s *countingPgStore) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, error) {
 	s.claims.Add(1)
 	return s.pgStore.Claim(ctx, p)
 }
 
-func (s *countingPgStore) Confirm(ctx context.Context, id string, token uint64) error {
+func (s *countingPgStore) Confirm(ctx context.Context, l store.LeaseRef) error {
 	s.confirms.Add(1)
-	return s.pgStore.Confirm(ctx, id, token)
+	return s.pgStore.Confirm(ctx, l)
 }
 
-func (s *countingPgStore) Ack(ctx context.Context, id string, token uint64) error {
+func (s *countingPgStore) Ack(ctx context.Context, l store.LeaseRef) error {
 	s.acks.Add(1)
-	return s.pgStore.Ack(ctx, id, token)
+	return s.pgStore.Ack(ctx, l)
 }
 
-func (s *countingPgStore) Retry(ctx context.Context, id string, token uint64, p durable.RetryParams) error {
+func (s *countingPgStore) Retry(ctx context.Context, p store.RetryParams) error {
 	s.others.Add(1)
-	return s.pgStore.Retry(ctx, id, token, p)
+	return s.pgStore.Retry(ctx, p)
 }
 
-func (s *countingPgStore) Release(ctx context.Context, id string, token uint64, after time.Duration) error {
+func (s *countingPgStore) Extend(ctx context.Context, p store.ExtendParams) error {
 	s.others.Add(1)
-	return s.pgStore.Release(ctx, id, token, after)
+	return s.pgStore.Extend(ctx, p)
 }
 
-func (s *countingPgStore) Extend(ctx context.Context, id string, token uint64, by time.Duration) error {
-	s.others.Add(1)
-	return s.pgStore.Extend(ctx, id, token, by)
-}
-
-func (s *countingPgStore) Expired(ctx context.Context, limit int) (durable.ExpiredLeases, error) {
+func (s *countingPgStore) Expired(ctx context.Context, limit int) (store.ExpiredLeases, error) {
 	s.others.Add(1)
 	return s.pgStore.Expired(ctx, limit)
 }

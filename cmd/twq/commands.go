@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // An action is a parsed command, run on an open queue.
@@ -98,9 +99,13 @@ func parseDead(name string, args []string, o *options) (action, error) {
 		return nil, usagef("%s: -limit must be positive, got %d", name, limit)
 	}
 	return func(ctx context.Context, h *handle, p *printer) error {
-		dead, err := h.store.DeadLetters(ctx, limit)
+		infos, _, err := h.store.List(ctx, store.ListParams{State: store.Dead, Limit: limit})
 		if err != nil {
 			return fmt.Errorf("dead: %w", err)
+		}
+		dead := make([]durable.Message, len(infos))
+		for i, info := range infos {
+			dead[i] = durable.Message{ID: info.ID, Payload: info.Payload, Due: info.DiedAt}
 		}
 		return p.deadLetters(dead)
 	}, nil
@@ -120,7 +125,7 @@ func parseRequeue(name string, args []string, o *options) (action, error) {
 		return nil, err
 	}
 	return func(ctx context.Context, h *handle, p *printer) error {
-		err := h.store.Requeue(ctx, id, due)
+		err := h.store.Requeue(ctx, store.RequeueParams{ID: id, Due: due})
 		if errors.Is(err, durable.ErrNotFound) {
 			return fmt.Errorf("requeue: there is no dead message %q", id)
 		}
@@ -141,7 +146,11 @@ func parsePause(paused bool) func(name string, args []string, o *options) (actio
 			return nil, err
 		}
 		return func(ctx context.Context, h *handle, p *printer) error {
-			if err := h.store.SetPaused(ctx, paused); err != nil {
+			pauser, ok := h.store.(store.Pauser)
+			if !ok {
+				return fmt.Errorf("%s: %w", name, store.ErrPauseUnsupported)
+			}
+			if err := pauser.SetPaused(ctx, paused); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 			return p.done(doneJSON{Action: name})
@@ -235,7 +244,11 @@ func parseSchedules(name string, args []string, o *options) (action, error) {
 		return nil, err
 	}
 	return func(ctx context.Context, h *handle, p *printer) error {
-		list, err := h.store.ListSeries(ctx)
+		keeper, ok := h.store.(store.SeriesKeeper)
+		if !ok {
+			return fmt.Errorf("schedules: %w", store.ErrSeriesUnsupported)
+		}
+		list, err := keeper.ListSeries(ctx)
 		if err != nil {
 			return fmt.Errorf("schedules: %w", err)
 		}

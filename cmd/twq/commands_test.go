@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // A backend is a seeded queue that the tests of every command run on: a
@@ -157,7 +158,7 @@ func TestEnqueue(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, st.NextDue.Equal(at), "n3 is due at -at: %v", st.NextDue)
 		// n3's payload came from stdin: claim it to read it back.
-		c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute, Ahead: 6 * time.Hour})
+		c, err := s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute, Ahead: 6 * time.Hour})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
 		assert.Equal(t, "n3", c.Leases[0].ID)

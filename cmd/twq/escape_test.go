@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/boltstore"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 func TestEscapeText(t *testing.T) {
@@ -71,7 +73,7 @@ func assertNoControls(t *testing.T, s string) {
 func TestBinaryEscapesQueueData(t *testing.T) {
 	bin := twqBinary(t)
 	path := filepath.Join(t.TempDir(), "queue.db")
-	s, err := durable.OpenBoltStore(path)
+	s, err := boltstore.Open(path)
 	require.NoError(t, err)
 	ctx := context.Background()
 	const (
@@ -80,10 +82,10 @@ func TestBinaryEscapesQueueData(t *testing.T) {
 		payload = "pay\x1b]52;c;cHduZWQ=\x07load"
 	)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: id, Payload: []byte(payload)}}))
-	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Hour})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
-	require.NoError(t, s.Retry(ctx, id, c.Leases[0].Token, durable.RetryParams{Dead: true, Error: lastErr}))
+	require.NoError(t, s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: id, Token: c.Leases[0].Token}, Dead: true, Error: lastErr}))
 	require.NoError(t, s.Close())
 
 	runBin := func(args ...string) string {

@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/boltstore"
 )
 
 // newFileBackend seeds a queue file in a temporary directory.
 func newFileBackend(t *testing.T) *backend {
 	path := filepath.Join(t.TempDir(), "queue.db")
-	s, err := durable.OpenBoltStore(path)
+	s, err := boltstore.Open(path)
 	require.NoError(t, err)
 	soon := seed(t, s)
 	require.NoError(t, s.Close())
@@ -23,7 +24,7 @@ func newFileBackend(t *testing.T) *backend {
 		queue: path,
 		soon:  soon.UTC(),
 		store: func(t *testing.T) (durable.Store, func()) {
-			s, err := durable.OpenBoltStore(path)
+			s, err := boltstore.Open(path)
 			require.NoError(t, err)
 			return s, func() { require.NoError(t, s.Close()) }
 		},

@@ -8,14 +8,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel/durable/boltstore"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
-
-	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
 // checkFile makes sure path is an existing, non-empty file before anything
-// opens it: durable.OpenBoltStore would create a missing file, and turn an
+// opens it: boltstore.Open would create a missing file, and turn an
 // empty one into a new queue.
 func checkFile(path string) error {
 	fi, err := os.Stat(path)
@@ -40,7 +39,7 @@ func openFile(path string, wait time.Duration) (*handle, error) {
 	if err := checkFile(path); err != nil {
 		return nil, err
 	}
-	s, err := durable.OpenBoltStore(path, durable.WithLockTimeout(wait))
+	s, err := boltstore.Open(path, boltstore.WithLockTimeout(wait))
 	if err != nil {
 		return nil, fileOpenError(path, wait, err)
 	}
@@ -48,7 +47,7 @@ func openFile(path string, wait time.Duration) (*handle, error) {
 }
 
 // openFileSnapshot opens, for a read-only command, a private copy of the
-// queue file at path. durable.OpenBoltStore writes to the file it opens
+// queue file at path. boltstore.Open writes to the file it opens
 // (it commits a transaction that makes sure of its buckets, which rewrites
 // bbolt's meta page), so twq opens the file read-only with bbolt, copies
 // one consistent snapshot of it into a temporary directory, and opens the
@@ -67,7 +66,7 @@ func openFileSnapshot(path string, wait time.Duration) (*handle, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	s, err := durable.OpenBoltStore(copyPath)
+	s, err := boltstore.Open(copyPath)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fileOpenError(path, wait, err)
@@ -101,9 +100,9 @@ func copyReadOnly(path, dst string, wait time.Duration) (err error) {
 // fileOpenError explains a failure to open the queue file at path.
 func fileOpenError(path string, wait time.Duration, err error) error {
 	switch {
-	case errors.Is(err, durable.ErrLocked), errors.Is(err, berrors.ErrTimeout):
+	case errors.Is(err, boltstore.ErrLocked), errors.Is(err, berrors.ErrTimeout):
 		return fmt.Errorf("the queue file is held by another process (a running service?): %s is still locked after %v", path, wait)
-	case errors.Is(err, durable.ErrCorrupt), errors.Is(err, berrors.ErrInvalid),
+	case errors.Is(err, boltstore.ErrCorrupt), errors.Is(err, berrors.ErrInvalid),
 		errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
 		return fmt.Errorf("%s is not a queue file, or a damaged one: %w", path, err)
 	}

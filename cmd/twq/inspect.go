@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
-// An inspector reads what a queue holds: a durable.Store is one, and so
-// is a *durable.Queue.
+// An inspector reads what a queue holds: a *durable.Queue is one, and
+// so is a store through storeInspector.
 type inspector interface {
 	// Get returns what the queue holds under id, or an error wrapping
 	// durable.ErrNotFound.
@@ -23,7 +24,15 @@ type inspector interface {
 
 // inspect runs f with an inspector over h's store: the store itself, not
 // a durable.Queue, whose New would reap expired leases (a write).
-func inspect(h *handle, f func(inspector) error) error { return f(h.store) }
+func inspect(h *handle, f func(inspector) error) error { return f(storeInspector{h.store}) }
+
+// storeInspector is a store as an inspector.
+type storeInspector struct{ store.Store }
+
+// List implements inspector.
+func (s storeInspector) List(ctx context.Context, st durable.State, cursor string, limit int) ([]durable.Info, string, error) {
+	return s.Store.List(ctx, store.ListParams{State: st, Cursor: cursor, Limit: limit})
+}
 
 func parseGet(name string, args []string, o *options) (action, error) {
 	pos, err := argsExactly(newFlagSet(name, o), args, 1, "the ID of the message to show")

@@ -10,6 +10,8 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/boltstore"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // A lazyFile is the store of a queue file that serve opens only while it
@@ -25,13 +27,13 @@ type lazyFile struct {
 	wait time.Duration
 
 	mu    sync.Mutex
-	store *durable.BoltStore // open while users > 0
+	store *boltstore.Store // open while users > 0
 	users int
 }
 
 var (
-	_ durable.Store      = (*lazyFile)(nil)
-	_ durable.LocalClock = (*lazyFile)(nil)
+	_ durable.Store    = (*lazyFile)(nil)
+	_ store.LocalClock = (*lazyFile)(nil)
 )
 
 // openFileLazy checks the queue file at path, opening it once, and
@@ -54,14 +56,14 @@ var errClosedFile = durable.ErrClosed
 
 // acquire opens the file if no one holds it open, and returns its store
 // and the func that lets go of it.
-func (l *lazyFile) acquire() (*durable.BoltStore, func(), error) {
+func (l *lazyFile) acquire() (*boltstore.Store, func(), error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.users < 0 {
 		return nil, nil, errClosedFile
 	}
 	if l.users == 0 {
-		s, err := durable.OpenBoltStore(l.path, durable.WithLockTimeout(l.wait))
+		s, err := boltstore.Open(l.path, boltstore.WithLockTimeout(l.wait))
 		if err != nil {
 			return nil, nil, fileOpenError(l.path, l.wait, err)
 		}
@@ -114,7 +116,7 @@ func (l *lazyFile) Close() error {
 func (l *lazyFile) Clock() clock.Clock { return clock.New() }
 
 // use runs f on the store, the file held open meanwhile.
-func use[T any](l *lazyFile, f func(s *durable.BoltStore) (T, error)) (T, error) {
+func use[T any](l *lazyFile, f func(s *boltstore.Store) (T, error)) (T, error) {
 	s, release, err := l.acquire()
 	if err != nil {
 		var zero T
@@ -125,107 +127,99 @@ func use[T any](l *lazyFile, f func(s *durable.BoltStore) (T, error)) (T, error)
 }
 
 // use0 is use for the calls that return only an error.
-func use0(l *lazyFile, f func(s *durable.BoltStore) error) error {
-	_, err := use(l, func(s *durable.BoltStore) (struct{}, error) { return struct{}{}, f(s) })
+func use0(l *lazyFile, f func(s *boltstore.Store) error) error {
+	_, err := use(l, func(s *boltstore.Store) (struct{}, error) { return struct{}{}, f(s) })
 	return err
 }
 
-func (l *lazyFile) Enqueue(ctx context.Context, msgs []durable.Message) error {
-	return use0(l, func(s *durable.BoltStore) error { return s.Enqueue(ctx, msgs) })
+func (l *lazyFile) Enqueue(ctx context.Context, msgs []store.Message) error {
+	return use0(l, func(s *boltstore.Store) error { return s.Enqueue(ctx, msgs) })
 }
 
 func (l *lazyFile) Cancel(ctx context.Context, id string) (bool, error) {
-	return use(l, func(s *durable.BoltStore) (bool, error) { return s.Cancel(ctx, id) })
+	return use(l, func(s *boltstore.Store) (bool, error) { return s.Cancel(ctx, id) })
 }
 
 // Claim is refused: a lease claimed ahead lives in the BoltStore that
 // claimed it, which closes when the call ends. serve receives nothing.
-func (l *lazyFile) Claim(context.Context, durable.ClaimParams) (durable.Claimed, error) {
-	return durable.Claimed{}, errNoClaims
+func (l *lazyFile) Claim(context.Context, store.ClaimParams) (store.Claimed, error) {
+	return store.Claimed{}, errNoClaims
 }
 
 var errNoClaims = errors.New("twq: the queue file is opened per call: it serves no claims")
 
-func (l *lazyFile) Confirm(ctx context.Context, id string, token uint64) error {
-	return use0(l, func(s *durable.BoltStore) error { return s.Confirm(ctx, id, token) })
+func (l *lazyFile) Confirm(ctx context.Context, r store.LeaseRef) error {
+	return use0(l, func(s *boltstore.Store) error { return s.Confirm(ctx, r) })
 }
 
-func (l *lazyFile) Ack(ctx context.Context, id string, token uint64) error {
-	return use0(l, func(s *durable.BoltStore) error { return s.Ack(ctx, id, token) })
+func (l *lazyFile) Ack(ctx context.Context, r store.LeaseRef) error {
+	return use0(l, func(s *boltstore.Store) error { return s.Ack(ctx, r) })
 }
 
-func (l *lazyFile) Retry(ctx context.Context, id string, token uint64, p durable.RetryParams) error {
-	return use0(l, func(s *durable.BoltStore) error { return s.Retry(ctx, id, token, p) })
+func (l *lazyFile) Retry(ctx context.Context, p store.RetryParams) error {
+	return use0(l, func(s *boltstore.Store) error { return s.Retry(ctx, p) })
 }
 
-func (l *lazyFile) Release(ctx context.Context, id string, token uint64, after time.Duration) error {
-	return use0(l, func(s *durable.BoltStore) error { return s.Release(ctx, id, token, after) })
+func (l *lazyFile) Extend(ctx context.Context, p store.ExtendParams) error {
+	return use0(l, func(s *boltstore.Store) error { return s.Extend(ctx, p) })
 }
 
-func (l *lazyFile) Extend(ctx context.Context, id string, token uint64, by time.Duration) error {
-	return use0(l, func(s *durable.BoltStore) error { return s.Extend(ctx, id, token, by) })
+func (l *lazyFile) Expired(ctx context.Context, limit int) (store.ExpiredLeases, error) {
+	return use(l, func(s *boltstore.Store) (store.ExpiredLeases, error) { return s.Expired(ctx, limit) })
 }
 
-func (l *lazyFile) Expired(ctx context.Context, limit int) (durable.ExpiredLeases, error) {
-	return use(l, func(s *durable.BoltStore) (durable.ExpiredLeases, error) { return s.Expired(ctx, limit) })
-}
-
-func (l *lazyFile) Get(ctx context.Context, id string) (durable.Info, error) {
-	return use(l, func(s *durable.BoltStore) (durable.Info, error) { return s.Get(ctx, id) })
+func (l *lazyFile) Get(ctx context.Context, id string) (store.Info, error) {
+	return use(l, func(s *boltstore.Store) (store.Info, error) { return s.Get(ctx, id) })
 }
 
 // listPage is List's results.
 type listPage struct {
-	infos []durable.Info
+	infos []store.Info
 	next  string
 }
 
-func (l *lazyFile) List(ctx context.Context, st durable.State, cursor string, limit int) ([]durable.Info, string, error) {
-	p, err := use(l, func(s *durable.BoltStore) (listPage, error) {
-		infos, next, err := s.List(ctx, st, cursor, limit)
+func (l *lazyFile) List(ctx context.Context, p store.ListParams) ([]store.Info, string, error) {
+	page, err := use(l, func(s *boltstore.Store) (listPage, error) {
+		infos, next, err := s.List(ctx, p)
 		return listPage{infos, next}, err
 	})
-	return p.infos, p.next, err
+	return page.infos, page.next, err
 }
 
-func (l *lazyFile) DeadLetters(ctx context.Context, limit int) ([]durable.Message, error) {
-	return use(l, func(s *durable.BoltStore) ([]durable.Message, error) { return s.DeadLetters(ctx, limit) })
+func (l *lazyFile) Requeue(ctx context.Context, p store.RequeueParams) error {
+	return use0(l, func(s *boltstore.Store) error { return s.Requeue(ctx, p) })
 }
 
-func (l *lazyFile) Requeue(ctx context.Context, id string, due time.Time) error {
-	return use0(l, func(s *durable.BoltStore) error { return s.Requeue(ctx, id, due) })
-}
-
-func (l *lazyFile) Stats(ctx context.Context) (durable.Stats, error) {
-	return use(l, func(s *durable.BoltStore) (durable.Stats, error) { return s.Stats(ctx) })
+func (l *lazyFile) Stats(ctx context.Context) (store.Stats, error) {
+	return use(l, func(s *boltstore.Store) (store.Stats, error) { return s.Stats(ctx) })
 }
 
 func (l *lazyFile) SetPaused(ctx context.Context, paused bool) error {
-	return use0(l, func(s *durable.BoltStore) error { return s.SetPaused(ctx, paused) })
+	return use0(l, func(s *boltstore.Store) error { return s.SetPaused(ctx, paused) })
 }
 
 // seriesStep is AdvanceSeries's results.
 type seriesStep struct {
-	series durable.Series
+	series store.Series
 	ok     bool
 }
 
-func (l *lazyFile) AdvanceSeries(ctx context.Context, p durable.SeriesStep) (durable.Series, bool, error) {
-	r, err := use(l, func(s *durable.BoltStore) (seriesStep, error) {
+func (l *lazyFile) AdvanceSeries(ctx context.Context, p store.SeriesStep) (store.Series, bool, error) {
+	r, err := use(l, func(s *boltstore.Store) (seriesStep, error) {
 		series, ok, err := s.AdvanceSeries(ctx, p)
 		return seriesStep{series, ok}, err
 	})
 	return r.series, r.ok, err
 }
 
-func (l *lazyFile) Series(ctx context.Context, name string) (durable.Series, error) {
-	return use(l, func(s *durable.BoltStore) (durable.Series, error) { return s.Series(ctx, name) })
+func (l *lazyFile) Series(ctx context.Context, name string) (store.Series, error) {
+	return use(l, func(s *boltstore.Store) (store.Series, error) { return s.Series(ctx, name) })
 }
 
-func (l *lazyFile) ListSeries(ctx context.Context) ([]durable.Series, error) {
-	return use(l, func(s *durable.BoltStore) ([]durable.Series, error) { return s.ListSeries(ctx) })
+func (l *lazyFile) ListSeries(ctx context.Context) ([]store.Series, error) {
+	return use(l, func(s *boltstore.Store) ([]store.Series, error) { return s.ListSeries(ctx) })
 }
 
 func (l *lazyFile) DeleteSeries(ctx context.Context, name string) (bool, error) {
-	return use(l, func(s *durable.BoltStore) (bool, error) { return s.DeleteSeries(ctx, name) })
+	return use(l, func(s *boltstore.Store) (bool, error) { return s.DeleteSeries(ctx, name) })
 }

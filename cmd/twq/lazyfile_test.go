@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/boltstore"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // TestServeLetsGoOfTheFile runs the twq binary's serve on a queue file:
@@ -64,21 +66,21 @@ func TestLazyFileHoldsWhileUsed(t *testing.T) {
 
 	_, release, err := l.acquire()
 	require.NoError(t, err)
-	_, err = durable.OpenBoltStore(b.queue, durable.WithLockTimeout(50*time.Millisecond))
-	require.ErrorIs(t, err, durable.ErrLocked, "held while in use")
+	_, err = boltstore.Open(b.queue, boltstore.WithLockTimeout(50*time.Millisecond))
+	require.ErrorIs(t, err, boltstore.ErrLocked, "held while in use")
 	info, err := l.Get(ctx, "d1")
 	require.NoError(t, err, "a call shares the opening")
 	assert.Equal(t, "card declined", info.LastError)
 	release()
 	release() // a second release is a no-op
 	assert.Nil(t, l.store)
-	other, err := durable.OpenBoltStore(b.queue, durable.WithLockTimeout(50*time.Millisecond))
+	other, err := boltstore.Open(b.queue, boltstore.WithLockTimeout(50*time.Millisecond))
 	require.NoError(t, err)
 
 	_, err = l.Stats(ctx)
 	require.ErrorContains(t, err, "held by another process")
 	require.NoError(t, other.Close())
-	_, err = l.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Second})
+	_, err = l.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Second})
 	require.ErrorIs(t, err, errNoClaims)
 	h.close()
 	_, err = l.Stats(ctx)

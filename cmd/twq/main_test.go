@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(removingBinary{m}) }
@@ -86,12 +87,12 @@ func seed(t *testing.T, s durable.Store) time.Time {
 		{ID: "f1", Payload: []byte("in flight")},
 		{ID: "d1", Payload: []byte("dead one")},
 	}))
-	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Hour})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 10, Lease: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 2, "f1 and d1 are due")
 	for _, l := range c.Leases {
 		if l.ID == "d1" {
-			require.NoError(t, s.Retry(ctx, l.ID, l.Token, durable.RetryParams{Dead: true, Error: "card declined"}))
+			require.NoError(t, s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, Dead: true, Error: "card declined"}))
 		}
 	}
 	st, err := s.Stats(ctx)

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // A printer writes a command's result: an aligned table for people, or
@@ -207,7 +208,7 @@ type scheduleJSON struct {
 
 // schedules prints the series by name: the last time enqueued, and the
 // next.
-func (p *printer) schedules(list []durable.Series) error {
+func (p *printer) schedules(list []store.Series) error {
 	if p.json {
 		out := make([]scheduleJSON, len(list))
 		for i, s := range list {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // The actions: each is a POST checked by checkAction, answered by a 303
@@ -32,7 +33,7 @@ func (d *Dashboard) actionError(w http.ResponseWriter, r *http.Request, what str
 		status = http.StatusConflict
 	case errors.Is(err, durable.ErrInvalidMessage):
 		status = http.StatusBadRequest
-	case errors.Is(err, durable.ErrPauseUnsupported):
+	case errors.Is(err, store.ErrPauseUnsupported):
 		status = http.StatusNotImplemented
 	}
 	d.fail(w, r, status, fmt.Sprintf("%s: %s", what, describe(err)))

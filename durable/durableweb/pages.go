@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 //go:embed assets
@@ -123,7 +124,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	series, err := d.q.Schedules(r.Context())
 	switch {
-	case errors.Is(err, durable.ErrSeriesUnsupported):
+	case errors.Is(err, store.ErrSeriesUnsupported):
 	case err != nil:
 		od.SchedulesErr = describe(err)
 	default:

@@ -1,4 +1,4 @@
-// Package memstore is a durable.Store held in memory: the reference
+// Package memstore is a store.Store held in memory: the reference
 // implementation of the Store contract, written to be read as its
 // specification, and a store for tests that need no file and no server.
 //
@@ -12,9 +12,9 @@
 // the messages go with the process.
 //
 // The rules that are the queue's rather than the store's come from
-// package durable: Message.Validate and the cursors of FormatCursor and
-// ParseCursor; death, back-off and error texts come in RetryParams, and
-// reaping is durable.Reap over Expired and Retry.
+// package durable/store: Message.Validate and the cursor codec (Cursor);
+// death, back-off, error texts and the dead letters' retention come in
+// RetryParams, and reaping is durable.Reap over Expired and Retry.
 // Package durable/storetest checks the store against the contract.
 package memstore
 
@@ -28,10 +28,10 @@ import (
 
 	"github.com/benbjohnson/clock"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
-// Store is a durable.Store held in memory. It is safe for concurrent use.
+// Store is a store.Store held in memory. It is safe for concurrent use.
 // It is not a Notifier: every queue that writes to it is in this process.
 type Store struct {
 	clock clock.Clock
@@ -39,22 +39,24 @@ type Store struct {
 	mu     sync.Mutex
 	closed bool
 	msgs   map[string]*message
-	series map[string]durable.Series
+	series map[string]store.Series
 	paused bool   // see SetPaused
 	seq    uint64 // the last sequence number given (see message.seq)
 	token  uint64 // the last fencing token given
 }
 
 var (
-	_ durable.Store      = (*Store)(nil)
-	_ durable.LocalClock = (*Store)(nil)
+	_ store.Store        = (*Store)(nil)
+	_ store.LocalClock   = (*Store)(nil)
+	_ store.Pauser       = (*Store)(nil)
+	_ store.SeriesKeeper = (*Store)(nil)
 )
 
 // A message is what the store holds under one ID.
 type message struct {
 	id      string
 	payload []byte
-	state   durable.State
+	state   store.State
 	// at and seq are the message's place in its state's order: at is the
 	// due time (pending), the lease deadline (in flight) or the time of
 	// death (dead); seq orders equal instants by write.
@@ -78,10 +80,10 @@ func New(c clock.Clock) *Store {
 	if c == nil {
 		c = clock.New()
 	}
-	return &Store{clock: c, msgs: make(map[string]*message), series: make(map[string]durable.Series)}
+	return &Store{clock: c, msgs: make(map[string]*message), series: make(map[string]store.Series)}
 }
 
-// Clock implements durable.LocalClock: it is the clock of New. A Queue on
+// Clock implements store.LocalClock: it is the clock of New. A Queue on
 // the same clock keeps the store's instants as they are.
 func (s *Store) Clock() clock.Clock { return s.clock }
 
@@ -91,19 +93,19 @@ func (s *Store) lock() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return durable.ErrClosed
+		return store.ErrClosed
 	}
 	return nil
 }
 
 // place puts m in state st at instant at, after every write before it.
-func (s *Store) place(m *message, st durable.State, at time.Time) {
+func (s *Store) place(m *message, st store.State, at time.Time) {
 	s.seq++
 	m.state, m.at, m.seq = st, at, s.seq
 }
 
 // sorted returns the messages in state st, in the state's order.
-func (s *Store) sorted(st durable.State) []*message {
+func (s *Store) sorted(st store.State) []*message {
 	var out []*message
 	for _, m := range s.msgs {
 		if m.state == st {
@@ -124,7 +126,7 @@ func compare(a, b *message) int {
 
 // first returns the instant of the first message in state st, or the zero
 // time if there is none.
-func (s *Store) first(st durable.State) time.Time {
+func (s *Store) first(st store.State) time.Time {
 	var best *message
 	for _, m := range s.msgs {
 		if m.state == st && (best == nil || compare(m, best) < 0) {
@@ -141,14 +143,14 @@ func (s *Store) first(st durable.State) time.Time {
 // token is its current lease's; otherwise it returns ErrLeaseLost (or
 // ErrClosed) and changes nothing. Confirm, Ack, Retry and Extend go
 // through it.
-func (s *Store) withLease(id string, token uint64, f func(m *message)) error {
+func (s *Store) withLease(l store.LeaseRef, f func(m *message)) error {
 	if err := s.lock(); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	m := s.msgs[id]
-	if m == nil || m.state != durable.InFlight || m.token != token {
-		return durable.ErrLeaseLost
+	m := s.msgs[l.ID]
+	if m == nil || m.state != store.InFlight || m.token != l.Token {
+		return store.ErrLeaseLost
 	}
 	f(m)
 	return nil
@@ -158,16 +160,16 @@ func (s *Store) withLease(id string, token uint64, f func(m *message)) error {
 func (s *Store) end(m *message, now time.Time, after time.Duration, dead bool) {
 	m.held = false
 	if dead {
-		s.place(m, durable.Dead, now)
+		s.place(m, store.Dead, now)
 		return
 	}
-	s.place(m, durable.Pending, now.Add(max(after, 0)))
+	s.place(m, store.Pending, now.Add(max(after, 0)))
 }
 
-// Enqueue implements durable.Store. It checks every message before it
+// Enqueue implements store.Store. It checks every message before it
 // writes any; a later message of the same ID replaces an earlier one of
 // msgs, as it would in two calls.
-func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
+func (s *Store) Enqueue(ctx context.Context, msgs []store.Message) error {
 	for i := range msgs {
 		if err := msgs[i].Validate(); err != nil {
 			return err
@@ -182,7 +184,7 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 }
 
 // enqueueLocked writes msgs, checked, under the mutex.
-func (s *Store) enqueueLocked(msgs []durable.Message) {
+func (s *Store) enqueueLocked(msgs []store.Message) {
 	now := s.clock.Now()
 	for _, in := range msgs {
 		m := &message{id: in.ID, payload: in.Payload, enqueuedAt: now}
@@ -195,12 +197,12 @@ func (s *Store) enqueueLocked(msgs []durable.Message) {
 		if due.IsZero() {
 			due = now
 		}
-		s.place(m, durable.Pending, due)
+		s.place(m, store.Pending, due)
 		s.msgs[in.ID] = m
 	}
 }
 
-// Cancel implements durable.Store.
+// Cancel implements store.Store.
 func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
 	if err := s.lock(); err != nil {
 		return false, err
@@ -215,28 +217,28 @@ func (s *Store) cancelLocked(id string) (bool, error) {
 	switch {
 	case m == nil:
 		return false, nil
-	case m.state == durable.InFlight && !m.held:
-		return false, durable.ErrInFlight
+	case m.state == store.InFlight && !m.held:
+		return false, store.ErrInFlight
 	}
 	delete(s.msgs, id)
 	return true, nil
 }
 
-// Claim implements durable.Store.
-func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claimed, error) {
+// Claim implements store.Store.
+func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, error) {
 	if err := s.lock(); err != nil {
-		return durable.Claimed{}, err
+		return store.Claimed{}, err
 	}
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	horizon := now.Add(max(p.Ahead, 0))
 	handOut := p.Limit - max(p.Held, 0) // how many due by now the claim may hand out
-	var c durable.Claimed
+	var c store.Claimed
 	if s.paused {
 		// A paused queue leases nothing; its leases expire as usual.
-		return durable.Claimed{Now: now, NextDeadline: s.first(durable.InFlight), Paused: true}, nil
+		return store.Claimed{Now: now, NextDeadline: s.first(store.InFlight), Paused: true}, nil
 	}
-	for _, m := range s.sorted(durable.Pending) {
+	for _, m := range s.sorted(store.Pending) {
 		if len(c.Leases) >= p.Limit || m.at.After(horizon) {
 			break
 		}
@@ -252,9 +254,9 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 		if !m.held {
 			handOut--
 		}
-		s.place(m, durable.InFlight, ready.Add(p.Lease))
-		c.Leases = append(c.Leases, durable.Lease{
-			Message:   durable.Message{ID: m.id, Payload: m.payload, Due: due},
+		s.place(m, store.InFlight, ready.Add(p.Lease))
+		c.Leases = append(c.Leases, store.Lease{
+			Message:   store.Message{ID: m.id, Payload: m.payload, Due: due},
 			Attempt:   m.attempt,
 			Token:     m.token,
 			Deadline:  m.at,
@@ -264,21 +266,21 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 		})
 	}
 	for _, m := range s.msgs {
-		if m.state == durable.Pending && !m.at.After(horizon) {
+		if m.state == store.Pending && !m.at.After(horizon) {
 			c.DueSoon++
 		}
 	}
 	c.Now = now
-	c.NextDue, c.NextDeadline = s.first(durable.Pending), s.first(durable.InFlight)
+	c.NextDue, c.NextDeadline = s.first(store.Pending), s.first(store.InFlight)
 	return c, nil
 }
 
-// Confirm implements durable.Store: the lease is handed out, and an
+// Confirm implements store.Store: the lease is handed out, and an
 // Enqueue or Cancel no longer takes it back; unless the queue is paused
 // and the lease not confirmed yet: then ErrPaused, changing nothing.
-func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
+func (s *Store) Confirm(ctx context.Context, l store.LeaseRef) error {
 	paused := false
-	err := s.withLease(id, token, func(m *message) {
+	err := s.withLease(l, func(m *message) {
 		if m.held && s.paused {
 			paused = true
 			return
@@ -286,12 +288,12 @@ func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
 		m.held = false
 	})
 	if err == nil && paused {
-		err = durable.ErrPaused
+		err = store.ErrPaused
 	}
 	return err
 }
 
-// SetPaused implements durable.Store. The store is not a Notifier: a
+// SetPaused implements store.Store. The store is not a Notifier: a
 // Queue's Resume wakes the queues of this process on the store itself.
 func (s *Store) SetPaused(ctx context.Context, paused bool) error {
 	if err := s.lock(); err != nil {
@@ -302,16 +304,16 @@ func (s *Store) SetPaused(ctx context.Context, paused bool) error {
 	return nil
 }
 
-// Ack implements durable.Store.
-func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
-	return s.withLease(id, token, func(m *message) { delete(s.msgs, id) })
+// Ack implements store.Store.
+func (s *Store) Ack(ctx context.Context, l store.LeaseRef) error {
+	return s.withLease(l, func(m *message) { delete(s.msgs, l.ID) })
 }
 
-// Retry implements durable.Store. Whether the message dies, when it is
+// Retry implements store.Store. Whether the message dies, when it is
 // due and its error text are the caller's; the store applies them.
-func (s *Store) Retry(ctx context.Context, id string, token uint64, p durable.RetryParams) error {
+func (s *Store) Retry(ctx context.Context, p store.RetryParams) error {
 	lost := false
-	err := s.withLease(id, token, func(m *message) {
+	err := s.withLease(p.Lease, func(m *message) {
 		now := s.clock.Now()
 		if p.Expired && m.at.After(now) {
 			lost = true // extended since it was read: not expired
@@ -321,88 +323,86 @@ func (s *Store) Retry(ctx context.Context, id string, token uint64, p durable.Re
 			m.lastError = p.Error
 		}
 		s.end(m, now, p.After, p.Dead)
+		if p.Dead {
+			s.trimDead(now, p.Retention)
+		}
 	})
 	if err == nil && lost {
-		err = durable.ErrLeaseLost
+		err = store.ErrLeaseLost
 	}
 	return err
 }
 
-// Release implements durable.Store: the message is pending again, its
-// attempt and LastError as they are.
-func (s *Store) Release(ctx context.Context, id string, token uint64, after time.Duration) error {
-	return s.withLease(id, token, func(m *message) { s.end(m, s.clock.Now(), after, false) })
+// Extend implements store.Store.
+func (s *Store) Extend(ctx context.Context, p store.ExtendParams) error {
+	return s.withLease(p.Lease, func(m *message) { s.place(m, store.InFlight, s.clock.Now().Add(p.By)) })
 }
 
-// Extend implements durable.Store.
-func (s *Store) Extend(ctx context.Context, id string, token uint64, by time.Duration) error {
-	return s.withLease(id, token, func(m *message) { s.place(m, durable.InFlight, s.clock.Now().Add(by)) })
-}
-
-// Expired implements durable.Store. It only reads.
-func (s *Store) Expired(ctx context.Context, limit int) (durable.ExpiredLeases, error) {
+// Expired implements store.Store. It only reads.
+func (s *Store) Expired(ctx context.Context, limit int) (store.ExpiredLeases, error) {
 	if err := s.lock(); err != nil {
-		return durable.ExpiredLeases{}, err
+		return store.ExpiredLeases{}, err
 	}
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	e := durable.ExpiredLeases{Now: now, NextDue: s.first(durable.Pending), NextDeadline: s.first(durable.InFlight)}
-	for _, m := range s.sorted(durable.InFlight) {
+	e := store.ExpiredLeases{Now: now, NextDue: s.first(store.Pending), NextDeadline: s.first(store.InFlight)}
+	for _, m := range s.sorted(store.InFlight) {
 		if len(e.Leases) >= limit || m.at.After(now) {
 			break
 		}
-		e.Leases = append(e.Leases, durable.ExpiredLease{ID: m.id, Token: m.token, Attempt: m.attempt, Deadline: m.at})
+		e.Leases = append(e.Leases, store.ExpiredLease{ID: m.id, Token: m.token, Attempt: m.attempt, Deadline: m.at})
 	}
 	return e, nil
 }
 
 // info is what Get and List tell of m.
-func (m *message) info() durable.Info {
-	info := durable.Info{ID: m.id, Payload: m.payload, State: m.state, Attempt: m.attempt,
+func (m *message) info() store.Info {
+	info := store.Info{ID: m.id, Payload: m.payload, State: m.state, Attempt: m.attempt,
 		LastError: m.lastError, EnqueuedAt: m.enqueuedAt}
 	switch m.state {
-	case durable.Pending:
+	case store.Pending:
 		info.Due = m.at
-	case durable.InFlight:
+	case store.InFlight:
 		info.Deadline = m.at
-	case durable.Dead:
+	case store.Dead:
 		info.DiedAt = m.at
 	}
 	return info
 }
 
-// Get implements durable.Store.
-func (s *Store) Get(ctx context.Context, id string) (durable.Info, error) {
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, id string) (store.Info, error) {
 	if err := s.lock(); err != nil {
-		return durable.Info{}, err
+		return store.Info{}, err
 	}
 	defer s.mu.Unlock()
 	m := s.msgs[id]
 	if m == nil {
-		return durable.Info{}, fmt.Errorf("%w: %q", durable.ErrNotFound, id)
+		return store.Info{}, fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
 	return m.info(), nil
 }
 
-// List implements durable.Store. Its cursors are those of
+// List implements store.Store. Its cursors are those of
 // durable.FormatCursor.
-func (s *Store) List(ctx context.Context, st durable.State, cursor string, limit int) ([]durable.Info, string, error) {
-	if st != durable.Pending && st != durable.InFlight && st != durable.Dead {
+func (s *Store) List(ctx context.Context, p store.ListParams) ([]store.Info, string, error) {
+	st, cursor, limit := p.State, p.Cursor, p.Limit
+	if st != store.Pending && st != store.InFlight && st != store.Dead {
 		return nil, "", fmt.Errorf("memstore: List of an invalid state %v", st)
 	}
 	after := &message{} // the position the page starts after
 	if cursor != "" {
-		at, seq, err := durable.ParseCursor(st, cursor)
+		c, err := store.ParseCursor(st, cursor)
 		if err != nil {
 			return nil, "", err
 		}
-		after.at, after.seq = at, seq
+		after.at, after.seq = c.At, c.Seq
 	}
 	if err := s.lock(); err != nil {
 		return nil, "", err
 	}
 	defer s.mu.Unlock()
-	var infos []durable.Info
+	var infos []store.Info
 	next := ""
 	for _, m := range s.sorted(st) {
 		if cursor != "" && compare(m, after) <= 0 {
@@ -412,70 +412,72 @@ func (s *Store) List(ctx context.Context, st durable.State, cursor string, limit
 			return infos, next, nil // more after this page
 		}
 		infos = append(infos, m.info())
-		next = durable.FormatCursor(st, m.at, m.seq)
+		next = store.Cursor{State: st, At: m.at, Seq: m.seq}.String()
 	}
 	return infos, "", nil
 }
 
-// DeadLetters implements durable.Store. It keeps every dead letter until
-// a Requeue, Cancel or Enqueue of its ID: it has no retention policy.
-func (s *Store) DeadLetters(ctx context.Context, limit int) ([]durable.Message, error) {
-	if err := s.lock(); err != nil {
-		return nil, err
+// trimDead deletes, under the mutex, the oldest dead letters beyond
+// r.MaxCount and those that died before now-r.MaxAge, at most
+// store.MaxTrim of them (see store.Retention).
+func (s *Store) trimDead(now time.Time, r store.Retention) {
+	dead := s.sorted(store.Dead)
+	over := 0
+	if r.MaxCount > 0 {
+		over = len(dead) - r.MaxCount
 	}
-	defer s.mu.Unlock()
-	var out []durable.Message
-	for _, m := range s.sorted(durable.Dead) {
-		if len(out) >= limit {
+	for i, m := range dead {
+		old := r.MaxAge > 0 && m.at.Before(now.Add(-r.MaxAge))
+		if i >= store.MaxTrim || (i >= over && !old) {
 			break
 		}
-		out = append(out, durable.Message{ID: m.id, Payload: m.payload, Due: m.at})
+		delete(s.msgs, m.id)
 	}
-	return out, nil
 }
 
-// Requeue implements durable.Store.
-func (s *Store) Requeue(ctx context.Context, id string, due time.Time) error {
+// Requeue implements store.Store.
+func (s *Store) Requeue(ctx context.Context, p store.RequeueParams) error {
+	id, due := p.ID, p.Due
 	if err := s.lock(); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
 	m := s.msgs[id]
-	if m == nil || m.state != durable.Dead {
-		return fmt.Errorf("%w: no dead message %q", durable.ErrNotFound, id)
+	if m == nil || m.state != store.Dead {
+		return fmt.Errorf("%w: no dead message %q", store.ErrNotFound, id)
 	}
 	if due.IsZero() {
 		due = s.clock.Now()
 	}
 	m.attempt, m.lastError = 0, ""
-	s.place(m, durable.Pending, due)
+	s.place(m, store.Pending, due)
 	return nil
 }
 
-// Stats implements durable.Store.
-func (s *Store) Stats(ctx context.Context) (durable.Stats, error) {
+// Stats implements store.Store.
+func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	if err := s.lock(); err != nil {
-		return durable.Stats{}, err
+		return store.Stats{}, err
 	}
 	defer s.mu.Unlock()
-	var st durable.Stats
+	var st store.Stats
 	for _, m := range s.msgs {
 		switch m.state {
-		case durable.Pending:
+		case store.Pending:
 			st.Pending++
-		case durable.InFlight:
+		case store.InFlight:
 			st.InFlight++
-		case durable.Dead:
+		case store.Dead:
 			st.Dead++
 		}
 	}
-	st.NextDue = s.first(durable.Pending)
+	st.NextDue = s.first(store.Pending)
 	st.Paused = s.paused
 	return st, nil
 }
 
-// Close implements durable.Store: the methods called after it return
-// durable.ErrClosed. It keeps the messages, which are gone only with the
+// Close implements store.Store: the methods called after it return
+// store.ErrClosed. It keeps the messages, which are gone only with the
 // Store.
 func (s *Store) Close() error {
 	s.mu.Lock()
@@ -484,16 +486,16 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// AdvanceSeries implements durable.Store: under the mutex, the check, the
+// AdvanceSeries implements store.Store: under the mutex, the check, the
 // cancel, the message and the state together.
-func (s *Store) AdvanceSeries(ctx context.Context, p durable.SeriesStep) (durable.Series, bool, error) {
+func (s *Store) AdvanceSeries(ctx context.Context, p store.SeriesStep) (store.Series, bool, error) {
 	if p.Message.ID != "" {
 		if err := p.Message.Validate(); err != nil {
-			return durable.Series{}, false, err
+			return store.Series{}, false, err
 		}
 	}
 	if err := s.lock(); err != nil {
-		return durable.Series{}, false, err
+		return store.Series{}, false, err
 	}
 	defer s.mu.Unlock()
 	cur := s.series[p.Name]
@@ -503,43 +505,43 @@ func (s *Store) AdvanceSeries(ctx context.Context, p durable.SeriesStep) (durabl
 	if p.Cancel != "" {
 		_, _ = s.cancelLocked(p.Cancel) // one handed out stays: not an error here
 	}
-	next := durable.Series{Name: p.Name, Fingerprint: p.Fingerprint, Last: p.Last, Next: p.Next, Pending: cur.Pending}
+	next := store.Series{Name: p.Name, Fingerprint: p.Fingerprint, Last: p.Last, Next: p.Next, Pending: cur.Pending}
 	if p.Message.ID != "" {
-		s.enqueueLocked([]durable.Message{p.Message})
+		s.enqueueLocked([]store.Message{p.Message})
 		next.Pending = p.Message.ID
 	}
 	s.series[p.Name] = next
 	return next, true, nil
 }
 
-// Series implements durable.Store.
-func (s *Store) Series(ctx context.Context, name string) (durable.Series, error) {
+// Series implements store.Store.
+func (s *Store) Series(ctx context.Context, name string) (store.Series, error) {
 	if err := s.lock(); err != nil {
-		return durable.Series{}, err
+		return store.Series{}, err
 	}
 	defer s.mu.Unlock()
 	sr, ok := s.series[name]
 	if !ok {
-		return durable.Series{}, fmt.Errorf("%w: no series %q", durable.ErrNotFound, name)
+		return store.Series{}, fmt.Errorf("%w: no series %q", store.ErrNotFound, name)
 	}
 	return sr, nil
 }
 
-// ListSeries implements durable.Store.
-func (s *Store) ListSeries(ctx context.Context) ([]durable.Series, error) {
+// ListSeries implements store.Store.
+func (s *Store) ListSeries(ctx context.Context) ([]store.Series, error) {
 	if err := s.lock(); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
-	out := make([]durable.Series, 0, len(s.series))
+	out := make([]store.Series, 0, len(s.series))
 	for _, sr := range s.series {
 		out = append(out, sr)
 	}
-	slices.SortFunc(out, func(a, b durable.Series) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b store.Series) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-// DeleteSeries implements durable.Store.
+// DeleteSeries implements store.Store.
 func (s *Store) DeleteSeries(ctx context.Context, name string) (bool, error) {
 	if err := s.lock(); err != nil {
 		return false, err

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"slices"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 )
 
@@ -31,7 +31,7 @@ import (
 // leasesSQL acks the leases of $2 ids, $3 tokens and confirms those of $4
 // ids, $5 tokens (no ID twice), and returns the ID of each lease it ended
 // or handed out with true, and of each confirmation it refused while the
-// queue is paused with false (see durable.ErrPaused): then it leaves those
+// queue is paused with false (see store.ErrPaused): then it leaves those
 // claimed ahead and not confirmed yet as they are. A lease that is not
 // current matches no row. l locks the rows in ID order, as an Enqueue
 // locks its rows, and the writes change only rows that l locked, so the
@@ -132,7 +132,7 @@ func sendLeases(s *Store, batch []*coalesce.Call[lease]) {
 		if done {
 			outcome[string(id)] = nil
 		} else {
-			outcome[string(id)] = durable.ErrPaused
+			outcome[string(id)] = store.ErrPaused
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -142,7 +142,7 @@ func sendLeases(s *Store, batch []*coalesce.Call[lease]) {
 	for _, c := range batch {
 		err, ok := outcome[string(c.Arg.id)]
 		if !ok {
-			err = durable.ErrLeaseLost
+			err = store.ErrLeaseLost
 		}
 		c.Err = err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/internal/leasetest"
 )
 
@@ -50,16 +51,16 @@ func tracedPool(t *testing.T, tracer pgx.QueryTracer) *pgxpool.Pool {
 }
 
 // claimAll enqueues n messages due now and claims them all.
-func claimAll(t *testing.T, s *Store, n int) []durable.Lease {
+func claimAll(t *testing.T, s *Store, n int) []store.Lease {
 	t.Helper()
 	msgs := make([]durable.Message, n)
 	for i := range msgs {
 		msgs[i] = durable.Message{ID: fmt.Sprintf("m%04d", i), Payload: []byte("p")}
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	var leases []durable.Lease
+	var leases []store.Lease
 	for len(leases) < n {
-		c, err := s.Claim(ctx, durable.ClaimParams{Limit: n - len(leases), Lease: time.Minute})
+		c, err := s.Claim(ctx, store.ClaimParams{Limit: n - len(leases), Lease: time.Minute})
 		require.NoError(t, err)
 		require.NotEmpty(t, c.Leases, "claimed %d of %d", len(leases), n)
 		leases = append(leases, c.Leases...)
@@ -97,14 +98,14 @@ func TestConcurrentAcksShareStatements(t *testing.T) {
 	}
 	for i, l := range leases {
 		wg.Add(1)
-		go call(func() error { return s.Ack(ctx, l.ID, l.Token) }, &dups)
+		go call(func() error { return s.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token}) }, &dups)
 		if i%3 == 0 { // a second ack of the same lease
 			wg.Add(1)
-			go call(func() error { return s.Ack(ctx, l.ID, l.Token) }, &dups)
+			go call(func() error { return s.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token}) }, &dups)
 		}
 		if i%5 == 0 { // a token the message never had
 			wg.Add(1)
-			go call(func() error { return s.Ack(ctx, l.ID, l.Token+1<<40) }, &lost)
+			go call(func() error { return s.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token + 1<<40}) }, &lost)
 		}
 	}
 	close(start)
@@ -179,7 +180,7 @@ func TestConcurrentConfirms(t *testing.T) {
 		msgs[i] = durable.Message{ID: fmt.Sprintf("h%03d", i), Payload: []byte("old")}
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	c, err := s.Claim(ctx, durable.ClaimParams{Limit: n, Held: n, Lease: time.Minute})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: n, Held: n, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, n)
 	for _, l := range c.Leases {
@@ -197,7 +198,7 @@ func TestConcurrentConfirms(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = s.Confirm(ctx, l.ID, l.Token)
+			results[i] = s.Confirm(ctx, store.LeaseRef{ID: l.ID, Token: l.Token})
 		}()
 	}
 	wg.Wait()
@@ -226,7 +227,7 @@ func TestBatchedCallsKeepTheirOwnContexts(t *testing.T) {
 	leases := claimAll(t, s, 40)
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	assert.ErrorIs(t, s.Ack(cancelled, leases[0].ID, leases[0].Token), context.Canceled)
+	assert.ErrorIs(t, s.Ack(cancelled, store.LeaseRef{ID: leases[0].ID, Token: leases[0].Token}), context.Canceled)
 
 	var wg sync.WaitGroup
 	errs := make([]error, len(leases))
@@ -241,7 +242,7 @@ func TestBatchedCallsKeepTheirOwnContexts(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i+1] = s.Ack(c, l.ID, l.Token)
+			errs[i+1] = s.Ack(c, store.LeaseRef{ID: l.ID, Token: l.Token})
 		}()
 	}
 	wg.Wait()
@@ -337,13 +338,13 @@ func TestLeasesAndEnqueuesNeverDeadlock(t *testing.T) {
 	}
 	for round := range rounds {
 		require.NoError(t, s.Enqueue(ctx, msgs))
-		c, err := s.Claim(ctx, durable.ClaimParams{Limit: n, Held: n, Lease: time.Minute})
+		c, err := s.Claim(ctx, store.ClaimParams{Limit: n, Held: n, Lease: time.Minute})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, n)
 		// The even IDs are handed out, to be acked; the odd ones wait
 		// for their confirmation.
 		for i := 0; i < n; i += 2 {
-			require.NoError(t, s.Confirm(ctx, c.Leases[i].ID, c.Leases[i].Token))
+			require.NoError(t, s.Confirm(ctx, store.LeaseRef{ID: c.Leases[i].ID, Token: c.Leases[i].Token}))
 		}
 		var wg sync.WaitGroup
 		errs := make(chan error, 2*n)
@@ -355,9 +356,9 @@ func TestLeasesAndEnqueuesNeverDeadlock(t *testing.T) {
 				<-start
 				var err error
 				if i%2 == 0 {
-					err = s.Ack(ctx, l.ID, l.Token)
+					err = s.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token})
 				} else {
-					err = s.Confirm(ctx, l.ID, l.Token)
+					err = s.Confirm(ctx, store.LeaseRef{ID: l.ID, Token: l.Token})
 				}
 				if err != nil && err != durable.ErrLeaseLost {
 					errs <- fmt.Errorf("round %d, %s: %w", round, l.ID, err)
@@ -473,7 +474,7 @@ func TestSplitEnqueueKeepsTheCallsOrder(t *testing.T) {
 	require.NoError(t, s.Enqueue(ctx, msgs))
 	var got []string
 	for len(got) < len(msgs) {
-		c, err := s.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
+		c, err := s.Claim(ctx, store.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
 		require.NoError(t, err)
 		require.NotEmpty(t, c.Leases)
 		for _, l := range c.Leases {

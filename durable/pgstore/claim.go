@@ -5,8 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // claimSQL leases up to $2 pending messages due by the database's now
@@ -103,7 +102,7 @@ ORDER BY u.rn`
 // messages locked by others says to claim again (see Claim).
 const lockedRetry = 20 * time.Millisecond
 
-// Claim implements durable.Store: one statement, whatever the number of
+// Claim implements store.Store: one statement, whatever the number of
 // messages it leases, run with the plan PostgreSQL keeps for it where the
 // pool keeps plans (see genericPlanSQL). A p.Limit above MaxClaim is cut
 // to it; the lease and the horizon are rounded up to the microsecond. A
@@ -118,17 +117,17 @@ const lockedRetry = 20 * time.Millisecond
 // a queue does not claim again and again while the transaction holds
 // them. A message whose lock is given back without a change (a claim that
 // failed) is claimed that much later.
-func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claimed, error) {
+func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, error) {
 	if err := s.check(); err != nil {
-		return durable.Claimed{}, err
+		return store.Claimed{}, err
 	}
-	var c durable.Claimed
+	var c store.Claimed
 	err := s.queryGeneric(ctx, s.sql.claim, s.claimArgs(p), func(rows pgx.Rows) (err error) {
 		c, err = s.readClaim(rows, p)
 		return err
 	})
 	if err != nil {
-		return durable.Claimed{}, wrap("claim", err)
+		return store.Claimed{}, wrap("claim", err)
 	}
 	if len(c.Leases) > 0 {
 		// A notification may have been decided against by a writer that
@@ -140,9 +139,9 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 }
 
 // readClaim reads the leases and hints of the claim of p from rows.
-func (s *Store) readClaim(rows pgx.Rows, p durable.ClaimParams) (durable.Claimed, error) {
+func (s *Store) readClaim(rows pgx.Rows, p store.ClaimParams) (store.Claimed, error) {
 	var (
-		c   durable.Claimed
+		c   store.Claimed
 		cut bool // left messages it could lease for their size
 	)
 	for rows.Next() {
@@ -159,7 +158,7 @@ func (s *Store) readClaim(rows pgx.Rows, p durable.ClaimParams) (durable.Claimed
 		)
 		if err := rows.Scan(&id, &payload, &due, &attempt, &token, &deadline, &held, &lastError, &ready,
 			&now, &nextDue, &nextDeadline, &dueSoon, &cut, &paused); err != nil {
-			return durable.Claimed{}, err
+			return store.Claimed{}, err
 		}
 		c.Now, c.NextDue, c.NextDeadline = now, orZero(nextDue), orZero(nextDeadline)
 		c.DueSoon = int(min(dueSoon, maxDueSoon))
@@ -170,8 +169,8 @@ func (s *Store) readClaim(rows pgx.Rows, p durable.ClaimParams) (durable.Claimed
 		if payload == nil {
 			payload = []byte{}
 		}
-		c.Leases = append(c.Leases, durable.Lease{
-			Message:   durable.Message{ID: string(id), Payload: payload, Due: *due},
+		c.Leases = append(c.Leases, store.Lease{
+			Message:   store.Message{ID: string(id), Payload: payload, Due: *due},
 			Attempt:   int(*attempt),
 			Token:     uint64(*token),
 			Deadline:  *deadline,
@@ -181,7 +180,7 @@ func (s *Store) readClaim(rows pgx.Rows, p durable.ClaimParams) (durable.Claimed
 		})
 	}
 	if err := rows.Err(); err != nil {
-		return durable.Claimed{}, err
+		return store.Claimed{}, err
 	}
 	horizon := c.Now.Add(max(p.Ahead, 0))
 	if !c.Paused && !cut && len(c.Leases) < max(0, min(p.Limit, MaxClaim)) && !c.NextDue.IsZero() && !c.NextDue.After(horizon) {
@@ -196,7 +195,7 @@ func (s *Store) readClaim(rows pgx.Rows, p durable.ClaimParams) (durable.Claimed
 }
 
 // claimArgs returns the arguments of claimSQL for p.
-func (s *Store) claimArgs(p durable.ClaimParams) []any {
+func (s *Store) claimArgs(p store.ClaimParams) []any {
 	limit := max(0, min(p.Limit, MaxClaim))
 	handOut := min(limit, max(0, p.Limit-max(p.Held, 0)))
 	return []any{s.queue, int64(limit), int64(handOut),

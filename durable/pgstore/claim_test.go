@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // TestClaimSkipsLocked: a claim does not wait for a message another
@@ -28,7 +29,7 @@ func TestClaimSkipsLocked(t *testing.T) {
 
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	c, err := s.Claim(cctx, durable.ClaimParams{Limit: 10, Lease: time.Minute, Ahead: 50 * time.Millisecond})
+	c, err := s.Claim(cctx, store.ClaimParams{Limit: 10, Lease: time.Minute, Ahead: 50 * time.Millisecond})
 	require.NoError(t, err, "not blocked by the lock")
 	require.Len(t, c.Leases, 1)
 	assert.Equal(t, "b", c.Leases[0].ID)
@@ -36,7 +37,7 @@ func TestClaimSkipsLocked(t *testing.T) {
 		"NextDue %v: after the horizon of %v", c.NextDue, c.Now)
 
 	require.NoError(t, tx.Commit(ctx))
-	c, err = s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Minute})
+	c, err = s.Claim(ctx, store.ClaimParams{Limit: 10, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 	assert.Equal(t, "a", c.Leases[0].ID)

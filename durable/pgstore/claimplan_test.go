@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // A claim reads, to make them in flight, the rows it locked and no
@@ -26,7 +27,7 @@ func TestClaimReadsOnlyTheRowsItClaims(t *testing.T) {
 	const backlog, limit = 5000, 100
 	enqueueN(t, s, backlog)
 
-	p := durable.ClaimParams{Limit: limit, Lease: time.Minute}
+	p := store.ClaimParams{Limit: limit, Lease: time.Minute}
 	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
 		plan := planByMode(t, pool, mode, s.sql.claim, s.claimArgs(p)...)
 		update := plan.find("ModifyTable")
@@ -51,7 +52,7 @@ func TestClaimRunsWithItsGenericPlan(t *testing.T) {
 
 	const claims = 10
 	for range claims {
-		c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+		c, err := s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
 	}
@@ -135,9 +136,9 @@ func TestLeaseStatementsReadOnlyTheirRows(t *testing.T) {
 	pool, s := unknownQueue(t)
 	const inFlight, batch = 20000, 100
 	enqueueN(t, s, inFlight)
-	var leases []durable.Lease
+	var leases []store.Lease
 	for len(leases) < inFlight {
-		c, err := s.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Held: MaxClaim, Lease: time.Minute})
+		c, err := s.Claim(ctx, store.ClaimParams{Limit: MaxClaim, Held: MaxClaim, Lease: time.Minute})
 		require.NoError(t, err)
 		require.NotEmpty(t, c.Leases)
 		leases = append(leases, c.Leases...)
@@ -185,9 +186,9 @@ func TestOneMessageStatementsReadOneRow(t *testing.T) {
 	pool, s := unknownQueue(t)
 	const inFlight = 20000
 	enqueueN(t, s, inFlight)
-	var leases []durable.Lease
+	var leases []store.Lease
 	for len(leases) < inFlight {
-		c, err := s.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
+		c, err := s.Claim(ctx, store.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
 		require.NoError(t, err)
 		require.NotEmpty(t, c.Leases)
 		leases = append(leases, c.Leases...)
@@ -339,11 +340,11 @@ func TestClaimInEveryQueryExecMode(t *testing.T) {
 			s := openStore(t, pool, freshQueue())
 			assert.Equal(t, mode == "cache_statement", s.keepsPlans, "the setting goes only where plans are kept")
 			enqueueN(t, s, 3)
-			c, err := s.Claim(ctx, durable.ClaimParams{Limit: 5, Lease: time.Minute})
+			c, err := s.Claim(ctx, store.ClaimParams{Limit: 5, Lease: time.Minute})
 			require.NoError(t, err)
 			require.Len(t, c.Leases, 3)
 			for _, l := range c.Leases {
-				require.NoError(t, s.Ack(ctx, l.ID, l.Token))
+				require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
 			}
 			st, err := s.Stats(ctx)
 			require.NoError(t, err)

@@ -1,4 +1,4 @@
-// Package pgstore is a durable.Store on PostgreSQL, for a delay queue
+// Package pgstore is a store.Store on PostgreSQL, for a delay queue
 // shared by many processes, whose messages can be written in the same
 // transaction as the application's own rows:
 //
@@ -68,8 +68,8 @@
 //     plan_cache_mode, local to its transaction, so that it runs with the
 //     plan PostgreSQL keeps for it, not one planned for each call (as
 //     dear as running it).
-//   - Retry, Release, Extend: one UPDATE by primary key, token and state
-//     each; no row matched is durable.ErrLeaseLost.
+//   - Retry, Extend: one UPDATE by primary key, token and state
+//     each; no row matched is store.ErrLeaseLost.
 //   - Ack and Confirm (only for a lease claimed ahead or held): the same,
 //     a DELETE and an UPDATE, but the calls made at the same time share
 //     one statement: while one statement of acks and confirmations is
@@ -85,8 +85,8 @@
 //   - SetPaused (Queue.Pause, Resume): one statement on the table of the
 //     queues' flags, which every claim and confirmation reads (a primary
 //     key lookup); a resume notifies the queue's channel in it.
-//   - Cancel, Requeue, Get: one statement by primary key. Expired, List,
-//     DeadLetters: one index range scan. Stats counts the queue's entries
+//   - Cancel, Requeue, Get: one statement by primary key. Expired, List:
+//     one index range scan. Stats counts the queue's entries
 //     of each state's index: O(n).
 //
 // A delivery thus costs the database a share of one statement to claim
@@ -105,8 +105,8 @@
 //
 // # Wake-ups
 //
-// Store implements durable.Notifier. The statements that make a message
-// pending (Enqueue, EnqueueTx, Retry, Release, Requeue) call
+// Store implements store.Notifier. The statements that make a message
+// pending (Enqueue, EnqueueTx, Retry, Requeue) call
 // pg_notify on the queue's channel (timingwheel_ and a hash of the schema
 // and the queue) when their message is earlier than the earliest pending
 // one they can see, or when they see none: one index lookup in the same
@@ -158,8 +158,8 @@
 // a synchronous replica, and remote_apply also until the replica shows
 // it. Set it per role or database for the queue's user if the rest of the
 // application may lose its last writes. Run the store against the
-// primary: a read-only replica refuses every method but Get, List,
-// DeadLetters and Stats.
+// primary: a read-only replica refuses every method but Get, List and
+// Stats.
 //
 // # VACUUM
 //
@@ -193,9 +193,10 @@
 //
 // # Dead letters
 //
-// Dead letters are kept up to DefaultDeadLetterCount messages and
-// DefaultDeadLetterAge (WithDeadLetterRetention): the statement that makes
-// a message die (a Retry that kills, or a reap) deletes the oldest beyond
-// the count and those older than the age, up to 100 each time. Counting
+// Dead letters are kept as the queue's retention says
+// (durable.WithDeadLetterRetention, given to Retry as a store.Retention):
+// the statement that makes a message die (a Retry that kills, or a reap)
+// deletes the oldest beyond the count and those older than the age, up
+// to 100 each time. Counting
 // them reads the queue's entries of the dead index.
 package pgstore

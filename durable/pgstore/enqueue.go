@@ -9,12 +9,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 	"github.com/seed64e23a5c/timingwheel/internal/dedup"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
 // Writing messages: Enqueue and EnqueueTx, Cancel and Requeue.
@@ -108,14 +107,14 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Enqueue implements durable.Store. It validates every message before
+// Enqueue implements store.Store. It validates every message before
 // writing any, and writes them with one statement, or, for a batch of
 // more than 1000 messages or 16 MiB, with several in one transaction,
 // which take the messages in ID order (see enqueueInIDOrder). Of
 // messages of the same ID in msgs the last is written, as two calls would.
 // Calls of fewer than 64 messages made at the same time share a statement
 // (see coalesce.Coalescer): each is still written whole or not at all.
-func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
+func (s *Store) Enqueue(ctx context.Context, msgs []store.Message) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -147,12 +146,15 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 // for a new earliest message (see the package documentation). A tx that
 // was committed, rolled back or aborted by an earlier error gives an
 // error wrapping ErrTxDone.
-func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, msgs ...durable.Message) error {
+func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, msgs ...store.Message) error {
 	if err := s.check(); err != nil {
 		return err
 	}
 	if tx == nil {
 		return errors.New("pgstore: EnqueueTx: nil transaction")
+	}
+	if err := store.ValidateBatch(msgs); err != nil {
+		return err // the queue's rule, duplicate IDs included
 	}
 	b, err := newEnqueueBatch(msgs)
 	switch {
@@ -208,7 +210,7 @@ func (s *Store) enqueueInIDOrder(ctx context.Context, q querier, all *enqueueBat
 
 // newEnqueueBatch validates msgs and returns the last message of each ID,
 // in their order, as one batch.
-func newEnqueueBatch(msgs []durable.Message) (*enqueueBatch, error) {
+func newEnqueueBatch(msgs []store.Message) (*enqueueBatch, error) {
 	for i := range msgs {
 		if err := msgs[i].Validate(); err != nil {
 			return nil, err
@@ -253,7 +255,7 @@ func (b *enqueueBatch) take(o *enqueueBatch, i int) {
 	b.bytes += len(o.payloads[i])
 }
 
-func (b *enqueueBatch) add(m *durable.Message) {
+func (b *enqueueBatch) add(m *store.Message) {
 	payload := m.Payload
 	if payload == nil {
 		payload = []byte{} // NULL otherwise
@@ -278,7 +280,7 @@ func (s *Store) enqueue(ctx context.Context, q querier, b *enqueueBatch) error {
 	return nil
 }
 
-// Cancel implements durable.Store: one statement.
+// Cancel implements store.Store: one statement.
 func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
 	if err := s.check(); err != nil {
 		return false, err
@@ -288,14 +290,15 @@ func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
 		return false, wrap("cancel", err)
 	}
 	if !deleted && exists {
-		return false, durable.ErrInFlight
+		return false, store.ErrInFlight
 	}
 	return deleted, nil
 }
 
-// Requeue implements durable.Store: one statement. A zero due is the
+// Requeue implements store.Store: one statement. A zero due is the
 // database's now.
-func (s *Store) Requeue(ctx context.Context, id string, due time.Time) error {
+func (s *Store) Requeue(ctx context.Context, p store.RequeueParams) error {
+	id, due := p.ID, p.Due
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -305,7 +308,7 @@ func (s *Store) Requeue(ctx context.Context, id string, due time.Time) error {
 		return wrap("requeue", err)
 	}
 	if n == 0 {
-		return fmt.Errorf("%w: no dead message %q", durable.ErrNotFound, id)
+		return fmt.Errorf("%w: no dead message %q", store.ErrNotFound, id)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // TestEnqueueTxCommitted has a queue receive a message written with
@@ -58,7 +59,7 @@ func TestEnqueueTxRolledBack(t *testing.T) {
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, durable.Stats{}, st)
-	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Minute, Ahead: time.Hour})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 10, Lease: time.Minute, Ahead: time.Hour})
 	require.NoError(t, err)
 	assert.Empty(t, c.Leases)
 }
@@ -122,6 +123,8 @@ func TestEnqueueTxInvalid(t *testing.T) {
 	defer func() { _ = tx.Rollback(ctx) }()
 	err = s.EnqueueTx(ctx, tx, msg("a", time.Time{}), durable.Message{ID: ""})
 	require.ErrorIs(t, err, durable.ErrInvalidMessage)
+	err = s.EnqueueTx(ctx, tx, msg("a", time.Time{}), msg("a", time.Time{}))
+	require.ErrorIs(t, err, durable.ErrInvalidMessage, "two messages of one ID, as Queue.Enqueue refuses them")
 	require.NoError(t, s.EnqueueTx(ctx, tx, msg("b", time.Time{})))
 	require.NoError(t, tx.Commit(ctx))
 	_, err = s.Get(ctx, "a")

@@ -6,8 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 var (
@@ -33,8 +32,8 @@ var (
 // wrap adds the operation to an error from PostgreSQL; the durable
 // package's errors pass unchanged.
 func wrap(op string, err error) error {
-	if err == nil || errors.Is(err, durable.ErrClosed) || errors.Is(err, durable.ErrLeaseLost) ||
-		errors.Is(err, durable.ErrNotFound) || errors.Is(err, durable.ErrInFlight) {
+	if err == nil || errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrLeaseLost) ||
+		errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInFlight) {
 		return err
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)

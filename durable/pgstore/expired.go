@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // expiredSQL reads up to $2 leases whose deadline has passed on the
@@ -23,18 +23,18 @@ FROM n LEFT JOIN LATERAL (
 ) e ON true
 ORDER BY e.deadline, e.seq`
 
-// Expired implements durable.Store: one statement, which changes nothing.
+// Expired implements store.Store: one statement, which changes nothing.
 // A limit above MaxReap is cut to it.
-func (s *Store) Expired(ctx context.Context, limit int) (durable.ExpiredLeases, error) {
+func (s *Store) Expired(ctx context.Context, limit int) (store.ExpiredLeases, error) {
 	if err := s.check(); err != nil {
-		return durable.ExpiredLeases{}, err
+		return store.ExpiredLeases{}, err
 	}
 	rows, err := s.pool.Query(ctx, s.sql.expired, s.queue, int64(max(0, min(limit, MaxReap))))
 	if err != nil {
-		return durable.ExpiredLeases{}, wrap("expired", err)
+		return store.ExpiredLeases{}, wrap("expired", err)
 	}
 	defer rows.Close()
-	var x durable.ExpiredLeases
+	var x store.ExpiredLeases
 	for rows.Next() {
 		var (
 			id                    []byte
@@ -45,16 +45,16 @@ func (s *Store) Expired(ctx context.Context, limit int) (durable.ExpiredLeases, 
 			nextDue, nextDeadline *time.Time
 		)
 		if err := rows.Scan(&id, &token, &attempt, &deadline, &now, &nextDue, &nextDeadline); err != nil {
-			return durable.ExpiredLeases{}, wrap("expired", err)
+			return store.ExpiredLeases{}, wrap("expired", err)
 		}
 		x.Now, x.NextDue, x.NextDeadline = now, orZero(nextDue), orZero(nextDeadline)
 		if id == nil {
 			continue
 		}
-		x.Leases = append(x.Leases, durable.ExpiredLease{ID: string(id), Token: uint64(*token), Attempt: int(*attempt), Deadline: *deadline})
+		x.Leases = append(x.Leases, store.ExpiredLease{ID: string(id), Token: uint64(*token), Attempt: int(*attempt), Deadline: *deadline})
 	}
 	if err := rows.Err(); err != nil {
-		return durable.ExpiredLeases{}, wrap("expired", err)
+		return store.ExpiredLeases{}, wrap("expired", err)
 	}
 	return x, nil
 }

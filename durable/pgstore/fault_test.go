@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/internal/pgtest"
 )
 
@@ -26,7 +27,7 @@ func TestBadArguments(t *testing.T) {
 		require.ErrorIs(t, err, ErrQueueName, "%q", name)
 	}
 	for _, opt := range []Option{WithSchema(""), WithSchema("a\x00b"), WithSchema(strings.Repeat("s", 64)),
-		WithSafetyPoll(-time.Second), WithDeadLetterRetention(-1, 0), WithDeadLetterRetention(0, -time.Second)} {
+		WithSafetyPoll(-time.Second)} {
 		_, err := New(ctx, pool, "q", opt)
 		require.Error(t, err)
 	}
@@ -53,7 +54,7 @@ func TestCancelledContext(t *testing.T) {
 	cancel()
 	start := time.Now()
 	require.ErrorIs(t, s.Enqueue(cctx, []durable.Message{msg("a", time.Time{})}), context.Canceled)
-	_, err := s.Claim(cctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+	_, err := s.Claim(cctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 	require.ErrorIs(t, err, context.Canceled)
 	_, err = s.Get(cctx, "a")
 	require.ErrorIs(t, err, context.Canceled)
@@ -80,7 +81,7 @@ func TestDatabaseGone(t *testing.T) {
 	for name, call := range map[string]func(context.Context) error{
 		"Enqueue": func(c context.Context) error { return s.Enqueue(c, []durable.Message{msg("b", time.Time{})}) },
 		"Claim": func(c context.Context) error {
-			_, err := s.Claim(c, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+			_, err := s.Claim(c, store.ClaimParams{Limit: 1, Lease: time.Minute})
 			return err
 		},
 		"Stats": func(c context.Context) error { _, err := s.Stats(c); return err },
@@ -99,16 +100,16 @@ func TestDatabaseGone(t *testing.T) {
 	require.Eventually(t, func() bool { return s.wake.listening.Load() == 1 }, 20*time.Second, 10*time.Millisecond,
 		"listening again")
 	requireWakeup(t, w, "on listening again")
-	var c durable.Claimed
+	var c store.Claimed
 	require.Eventually(t, func() bool {
-		c, err = s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+		c, err = s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 		return err == nil
 	}, 20*time.Second, 10*time.Millisecond, "the pool connects again")
 	require.Len(t, c.Leases, 1, "the message committed before the crash")
 	assert.Equal(t, "a", c.Leases[0].ID)
 
 	// An Ack that returned nil survives a crash too.
-	require.NoError(t, s.Ack(ctx, "a", c.Leases[0].Token))
+	require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: "a", Token: c.Leases[0].Token}))
 	require.NoError(t, srv.Restart("immediate"))
 	require.Eventually(t, func() bool {
 		_, err = s.Get(ctx, "a")

@@ -7,14 +7,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
-// Reading what the queue holds: Get, List, DeadLetters and Stats, each one
+// Reading what the queue holds: Get, List and Stats, each one
 // statement that changes nothing.
 
-// infoColumns are the columns of a durable.Info, read by scanInfo.
+// infoColumns are the columns of a store.Info, read by scanInfo.
 const infoColumns = `id, payload, state, due, deadline, died_at, attempt, last_error, enqueued_at`
 
 // getSQL reads one message.
@@ -34,12 +33,6 @@ ORDER BY {COL}, seq LIMIT $2::bigint`
 
 const listAfterSQL = `AND ({COL}, seq) > ($3::timestamptz, $4::bigint)`
 
-// deadLettersSQL reads the first dead messages, in the order they died.
-//
-//	$1 queue, $2 limit
-const deadLettersSQL = `SELECT id, payload, died_at FROM {T}
-WHERE queue = $1::text AND state = 3 ORDER BY died_at, seq LIMIT $2::bigint`
-
 // statsSQL counts the messages of each state, each on its state's index,
 // and reads the earliest due time and whether the queue is paused.
 //
@@ -52,7 +45,7 @@ const statsSQL = `SELECT
 	EXISTS (SELECT 1 FROM {QUEUES} WHERE queue = $1::text AND paused)`
 
 // scanInfo reads the infoColumns of a row, and then into extra.
-func scanInfo(row pgx.Row, extra ...any) (durable.Info, error) {
+func scanInfo(row pgx.Row, extra ...any) (store.Info, error) {
 	var (
 		id, payload, lastError []byte
 		state                  int16
@@ -62,44 +55,45 @@ func scanInfo(row pgx.Row, extra ...any) (durable.Info, error) {
 	)
 	err := row.Scan(append([]any{&id, &payload, &state, &due, &deadline, &diedAt, &attempt, &lastError, &enqueuedAt}, extra...)...)
 	if err != nil {
-		return durable.Info{}, err
+		return store.Info{}, err
 	}
 	if payload == nil {
 		payload = []byte{}
 	}
-	info := durable.Info{ID: string(id), Payload: payload, State: durable.State(state), Attempt: int(attempt),
+	info := store.Info{ID: string(id), Payload: payload, State: store.State(state), Attempt: int(attempt),
 		LastError: string(lastError), EnqueuedAt: enqueuedAt}
 	switch info.State {
-	case durable.Pending:
+	case store.Pending:
 		info.Due = due
-	case durable.InFlight:
+	case store.InFlight:
 		info.Deadline = orZero(deadline)
-	case durable.Dead:
+	case store.Dead:
 		info.DiedAt = orZero(diedAt)
 	}
 	return info, nil
 }
 
-// Get implements durable.Store.
-func (s *Store) Get(ctx context.Context, id string) (durable.Info, error) {
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, id string) (store.Info, error) {
 	if err := s.check(); err != nil {
-		return durable.Info{}, err
+		return store.Info{}, err
 	}
 	info, err := scanInfo(s.pool.QueryRow(ctx, s.sql.get, s.queue, []byte(id)))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return durable.Info{}, fmt.Errorf("%w: %q", durable.ErrNotFound, id)
+		return store.Info{}, fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
 	if err != nil {
-		return durable.Info{}, wrap("get", err)
+		return store.Info{}, wrap("get", err)
 	}
 	return info, nil
 }
 
-// List implements durable.Store: one statement, a range of the state's
+// List implements store.Store: one statement, a range of the state's
 // index from the cursor, O(log n) plus the page. Its cursors are
 // positions, as the contract requires (see formatCursor).
-func (s *Store) List(ctx context.Context, st durable.State, cursor string, limit int) ([]durable.Info, string, error) {
-	if st != durable.Pending && st != durable.InFlight && st != durable.Dead {
+func (s *Store) List(ctx context.Context, p store.ListParams) ([]store.Info, string, error) {
+	st, cursor, limit := p.State, p.Cursor, p.Limit
+	if st != store.Pending && st != store.InFlight && st != store.Dead {
 		return nil, "", fmt.Errorf("pgstore: List of an invalid state %v", st)
 	}
 	var (
@@ -126,7 +120,7 @@ func (s *Store) List(ctx context.Context, st durable.State, cursor string, limit
 	}
 	defer rows.Close()
 	var (
-		infos []durable.Info
+		infos []store.Info
 		next  string
 	)
 	for rows.Next() {
@@ -150,41 +144,11 @@ func (s *Store) List(ctx context.Context, st durable.State, cursor string, limit
 	return infos, "", nil
 }
 
-// DeadLetters implements durable.Store: one statement.
-func (s *Store) DeadLetters(ctx context.Context, limit int) ([]durable.Message, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	rows, err := s.pool.Query(ctx, s.sql.deadLetters, s.queue, int64(max(limit, 0)))
-	if err != nil {
-		return nil, wrap("dead letters", err)
-	}
-	defer rows.Close()
-	var out []durable.Message
-	for rows.Next() {
-		var (
-			id, payload []byte
-			died        time.Time
-		)
-		if err := rows.Scan(&id, &payload, &died); err != nil {
-			return nil, wrap("dead letters", err)
-		}
-		if payload == nil {
-			payload = []byte{}
-		}
-		out = append(out, durable.Message{ID: string(id), Payload: payload, Due: died})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrap("dead letters", err)
-	}
-	return out, nil
-}
-
-// Stats implements durable.Store: one statement, which counts the entries
+// Stats implements store.Store: one statement, which counts the entries
 // of the queue in each state's index, O(n) in the queue's size.
-func (s *Store) Stats(ctx context.Context) (durable.Stats, error) {
+func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
 	if err := s.check(); err != nil {
-		return durable.Stats{}, err
+		return store.Stats{}, err
 	}
 	var (
 		pending, inFlight, dead int64
@@ -192,8 +156,8 @@ func (s *Store) Stats(ctx context.Context) (durable.Stats, error) {
 		paused                  bool
 	)
 	if err := s.pool.QueryRow(ctx, s.sql.stats, s.queue).Scan(&pending, &inFlight, &dead, &nextDue, &paused); err != nil {
-		return durable.Stats{}, wrap("stats", err)
+		return store.Stats{}, wrap("stats", err)
 	}
-	return durable.Stats{Pending: int(pending), InFlight: int(inFlight), Dead: int(dead), NextDue: orZero(nextDue),
+	return store.Stats{Pending: int(pending), InFlight: int(inFlight), Dead: int(dead), NextDue: orZero(nextDue),
 		Paused: paused}, nil
 }

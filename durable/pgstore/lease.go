@@ -2,15 +2,14 @@ package pgstore
 
 import (
 	"context"
-	"time"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
-// Ending and changing leases: Confirm, Ack, Retry, Release and Extend,
+// Ending and changing leases: Confirm, Ack, Retry and Extend,
 // each one statement naming the message by queue, ID, token and state (in
 // flight), which changes nothing when the lease is not current: then the
-// method returns durable.ErrLeaseLost.
+// method returns store.ErrLeaseLost.
 //
 // They name the state as "state + 0 = 2", which no partial index's
 // predicate matches, so that the planner finds the message through the
@@ -27,7 +26,7 @@ const extendSQL = `UPDATE {T} SET deadline = clock_timestamp() + $4::bigint * in
 WHERE queue = $1::text AND id = $2::bytea AND token = $3::bigint AND state + 0 = 2`
 
 // retrySQL ends a lease, the message pending again $4 µs from now (Retry
-// and Release), and notifies as enqueueSQL does. An empty $5 keeps the
+// and a lease given back), and notifies as enqueueSQL does. An empty $5 keeps the
 // error text.
 //
 //	$1 queue, $2 id, $3 token, $4 after (µs), $5 error text, $6 only if
@@ -50,7 +49,7 @@ nt AS MATERIALIZED (
 SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM nt)`
 
 // killSQL ends a lease with the message's death, and trims the dead
-// letters (see WithDeadLetterRetention): up to 100 of the oldest beyond
+// letters (to RetryParams.Retention): up to 100 of the oldest beyond
 // $6 (0: no limit; counting them reads the dead index of the queue) and
 // up to 100 dead longer than $7 µs ago (0: no limit). The message that
 // dies is not among them: the statement does not see it dead.
@@ -104,94 +103,88 @@ gone AS (
 )
 SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM gone)`
 
-// Confirm implements durable.Store: one statement, shared with the acks
+// Confirm implements store.Store: one statement, shared with the acks
 // and confirmations of other goroutines under way at the same time (see
 // coalesce.Coalescer).
-func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
-	return s.coalesced(ctx, id, token, true)
+func (s *Store) Confirm(ctx context.Context, l store.LeaseRef) error {
+	return s.coalesced(ctx, l, true)
 }
 
-// Ack implements durable.Store: one statement, which deletes the row,
+// Ack implements store.Store: one statement, which deletes the row,
 // shared with the acks and confirmations of other goroutines under way at
 // the same time (see coalesce.Coalescer).
-func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
-	return s.coalesced(ctx, id, token, false)
+func (s *Store) Ack(ctx context.Context, l store.LeaseRef) error {
+	return s.coalesced(ctx, l, false)
 }
 
-// coalesced runs the ack or confirmation of lease (id, token) through the
-// store's coalescer of leases.
-func (s *Store) coalesced(ctx context.Context, id string, token uint64, confirm bool) error {
+// coalesced runs the ack or confirmation of lease l through the store's
+// coalescer of leases.
+func (s *Store) coalesced(ctx context.Context, l store.LeaseRef, confirm bool) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	tok, ok := tokenArg(token)
+	tok, ok := tokenArg(l.Token)
 	if !ok {
-		return durable.ErrLeaseLost
+		return store.ErrLeaseLost
 	}
-	return s.leases.Do(ctx, lease{id: []byte(id), token: tok, confirm: confirm})
+	return s.leases.Do(ctx, lease{id: []byte(l.ID), token: tok, confirm: confirm})
 }
 
-// Extend implements durable.Store: one statement. by is rounded up to the
+// Extend implements store.Store: one statement. by is rounded up to the
 // microsecond.
-func (s *Store) Extend(ctx context.Context, id string, token uint64, by time.Duration) error {
-	return s.exec(ctx, "extend", s.sql.extend, id, token, micros(by))
+func (s *Store) Extend(ctx context.Context, p store.ExtendParams) error {
+	return s.exec(ctx, "extend", s.sql.extend, p.Lease, micros(p.By))
 }
 
 // exec runs one of the statements of a lease, whose arguments are the
-// queue, id, token and args, and returns ErrLeaseLost if it changed no
-// row.
-func (s *Store) exec(ctx context.Context, op, sql string, id string, token uint64, args ...any) error {
+// queue, the lease's ID and token, and args, and returns ErrLeaseLost if
+// it changed no row.
+func (s *Store) exec(ctx context.Context, op, sql string, l store.LeaseRef, args ...any) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	tok, ok := tokenArg(token)
+	tok, ok := tokenArg(l.Token)
 	if !ok {
-		return durable.ErrLeaseLost
+		return store.ErrLeaseLost
 	}
-	tag, err := s.pool.Exec(ctx, sql, append([]any{s.queue, []byte(id), tok}, args...)...)
+	tag, err := s.pool.Exec(ctx, sql, append([]any{s.queue, []byte(l.ID), tok}, args...)...)
 	if err != nil {
 		return wrap(op, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return durable.ErrLeaseLost
+		return store.ErrLeaseLost
 	}
 	return nil
 }
 
-// Retry implements durable.Store: one statement. A message that dies
-// trims the dead letters in the same statement (see
-// WithDeadLetterRetention).
-func (s *Store) Retry(ctx context.Context, id string, token uint64, p durable.RetryParams) error {
+// Retry implements store.Store: one statement. A message that dies
+// trims the dead letters to p.Retention in the same statement.
+func (s *Store) Retry(ctx context.Context, p store.RetryParams) error {
 	if p.Dead {
-		return s.end(ctx, "retry", s.sql.kill, id, token, errorText(p.Error), p.Expired,
-			int64(s.opts.retention.MaxCount), micros(s.opts.retention.MaxAge))
+		return s.end(ctx, s.sql.kill, p.Lease, errorText(p.Error), p.Expired,
+			int64(p.Retention.MaxCount), micros(p.Retention.MaxAge))
 	}
-	return s.end(ctx, "retry", s.sql.retry, id, token, micros(max(p.After, 0)), errorText(p.Error), p.Expired, s.channel)
+	return s.end(ctx, s.sql.retry, p.Lease, micros(max(p.After, 0)), errorText(p.Error), p.Expired, s.channel)
 }
 
-// Release implements durable.Store: one statement, the same as Retry's
-// without an error text.
-func (s *Store) Release(ctx context.Context, id string, token uint64, after time.Duration) error {
-	return s.end(ctx, "release", s.sql.retry, id, token, micros(max(after, 0)), []byte{}, false, s.channel)
-}
-
-// end runs retrySQL or killSQL, and returns ErrLeaseLost if it ended no
-// lease.
-func (s *Store) end(ctx context.Context, op, sql string, id string, token uint64, args ...any) error {
+// end runs retrySQL or killSQL on lease l, and returns ErrLeaseLost if it
+// ended no lease.
+func (s *Store) end(ctx context.Context, sql string, l store.LeaseRef, args ...any) error {
+	const op = "retry"
 	if err := s.check(); err != nil {
 		return err
 	}
-	tok, ok := tokenArg(token)
+	tok, ok := tokenArg(l.Token)
 	if !ok {
-		return durable.ErrLeaseLost
+		return store.ErrLeaseLost
 	}
 	var ended, other int64
-	err := s.pool.QueryRow(ctx, sql, append([]any{s.queue, []byte(id), tok}, args...)...).Scan(&ended, &other)
+	err := s.pool.QueryRow(ctx, sql, append([]any{s.queue, []byte(l.ID), tok}, args...)...).Scan(&ended, &other)
 	if err != nil {
 		return wrap(op, err)
 	}
 	if ended == 0 {
-		return durable.ErrLeaseLost
+		return store.ErrLeaseLost
 	}
 	return nil
 }

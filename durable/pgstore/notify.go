@@ -57,11 +57,11 @@ type listening struct {
 
 func (n *notifier) init(s *Store) { n.s = s }
 
-// Wakeups implements durable.Notifier. Each call returns a new channel,
+// Wakeups implements store.Notifier. Each call returns a new channel,
 // with a buffer of one: a wake-up is dropped, never waited for, when the
 // channel already holds one. The channel receives when a store of the
 // queue, in this process or another, commits a message earlier than every
-// other pending one (an Enqueue, EnqueueTx, Retry, Release or Requeue;
+// other pending one (an Enqueue, EnqueueTx, Retry or Requeue;
 // see the package documentation), whenever the listening connection
 // starts listening (again, after a failure), a second after a Claim of
 // this store that leased messages, and from the safety poll

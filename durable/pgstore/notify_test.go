@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // TestNotifyAnotherHandle has a store handle wake when another handle on
@@ -44,20 +45,20 @@ func TestNotifyAnotherHandle(t *testing.T) {
 	// Retry and Requeue notify as Enqueue does.
 	require.NoError(t, producer.Enqueue(ctx, []durable.Message{msg("now", time.Time{})}))
 	requireWakeup(t, w, "a message due now")
-	c, err := producer.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+	c, err := producer.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 	l := c.Leases[0]
 	drain(w)
-	require.NoError(t, producer.Retry(ctx, l.ID, l.Token, durable.RetryParams{}))
+	require.NoError(t, producer.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}}))
 	requireWakeup(t, w, "a retry due now")
-	c, err = producer.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+	c, err = producer.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 	l = c.Leases[0]
-	require.NoError(t, producer.Retry(ctx, l.ID, l.Token, durable.RetryParams{Dead: true}))
+	require.NoError(t, producer.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, Dead: true}))
 	drain(w)
-	require.NoError(t, producer.Requeue(ctx, l.ID, time.Time{}))
+	require.NoError(t, producer.Requeue(ctx, store.RequeueParams{ID: l.ID, Due: time.Time{}}))
 	requireWakeup(t, w, "a requeue due now")
 }
 
@@ -170,14 +171,14 @@ func TestNotifyRecheck(t *testing.T) {
 	defer stop()
 	waitListening(t, s, w)
 
-	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Empty(t, c.Leases)
 	requireNoWakeup(t, w, 1500*time.Millisecond, "a claim that leased nothing")
 
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 	requireWakeup(t, w, "the notification of the enqueue")
-	c, err = s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+	c, err = s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 	start := time.Now()

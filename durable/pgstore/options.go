@@ -8,8 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
 // DefaultSchema is the schema of the tables unless WithSchema.
@@ -19,20 +17,12 @@ const DefaultSchema = "public"
 // safety poll (see WithSafetyPoll).
 const DefaultSafetyPoll = 5 * time.Second
 
-// Default dead-letter retention (see WithDeadLetterRetention): those of
-// package durable (durable.DefaultRetention).
-const (
-	DefaultDeadLetterCount = durable.DefaultDeadLetterCount
-	DefaultDeadLetterAge   = durable.DefaultDeadLetterAge
-)
-
 // An Option configures a Store.
 type Option func(*options)
 
 type options struct {
 	schema     string
 	migrate    bool
-	retention  durable.Retention
 	listener   *pgx.ConnConfig
 	safetyPoll time.Duration
 	logger     *slog.Logger
@@ -42,7 +32,6 @@ func defaultOptions() options {
 	return options{
 		schema:     DefaultSchema,
 		migrate:    true,
-		retention:  durable.DefaultRetention,
 		safetyPoll: DefaultSafetyPoll,
 		logger:     slog.New(slog.DiscardHandler),
 	}
@@ -55,7 +44,7 @@ func (o *options) check() error {
 	case o.safetyPoll < 0:
 		return fmt.Errorf("pgstore: WithSafetyPoll(%v): negative interval", o.safetyPoll)
 	}
-	return o.retention.Validate()
+	return nil
 }
 
 // WithSchema puts the tables in the schema named name (created if it is
@@ -74,17 +63,15 @@ func WithoutMigrate() Option {
 	return func(o *options) { o.migrate = false }
 }
 
-// WithDeadLetterRetention bounds the dead letters of the queue: when a
-// message dies, the oldest dead letters beyond maxCount, and those dead for
-// longer than maxAge, are deleted for good (up to 100 at a time, which
-// keeps up with any rate of deaths). A letter that another transaction
-// holds at that moment (one replacing it, say) is skipped, and deleted at
-// a later death. Zero means no limit of that kind. The
-// defaults are DefaultDeadLetterCount and DefaultDeadLetterAge
-// (durable.DefaultRetention). Every store of a queue should use the same
-// retention; each applies its own when it trims.
+// WithDeadLetterRetention bounded the dead letters of the queue before the
+// queue decided it: it does nothing now.
+//
+// Deprecated: use durable.WithDeadLetterRetention on the queue, which
+// gives the bound to the store with each death (store.Retention). A
+// letter that another transaction holds at a death is skipped, and
+// deleted at a later one.
 func WithDeadLetterRetention(maxCount int, maxAge time.Duration) Option {
-	return func(o *options) { o.retention = durable.Retention{MaxCount: maxCount, MaxAge: maxAge} }
+	return func(*options) {}
 }
 
 // WithListenerConfig makes the store open its listening connection (see

@@ -14,7 +14,7 @@ const setPausedSQL = `WITH w AS (
 )
 SELECT count(*) FROM (SELECT pg_notify($3::text, '') FROM w WHERE NOT $2::boolean) x`
 
-// SetPaused implements durable.Store: one statement, which writes the
+// SetPaused implements store.Store: one statement, which writes the
 // queue's flag in the table of the queues, read by every claim and
 // confirmation of the queue; a resume notifies the queue's receivers, in
 // every process, as a new earliest message does.

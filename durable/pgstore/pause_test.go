@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // Two store handles of one queue, as two processes, neither polling: a
@@ -70,7 +71,7 @@ func TestPauseIsPerQueue(t *testing.T) {
 	a, b := openStore(t, pool, freshQueue()), openStore(t, pool, freshQueue())
 	require.NoError(t, a.SetPaused(ctx, true))
 	require.NoError(t, b.Enqueue(ctx, []durable.Message{{ID: "x"}}))
-	c, err := b.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+	c, err := b.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.False(t, c.Paused)
 	assert.Len(t, c.Leases, 1)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // TestSchemaFresh has New create its tables in a schema of its own, and
@@ -29,10 +30,10 @@ func TestSchemaFresh(t *testing.T) {
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 	_, err := public.Get(ctx, "a")
 	require.ErrorIs(t, err, durable.ErrNotFound, "another schema, another table")
-	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
-	require.NoError(t, s.Ack(ctx, "a", c.Leases[0].Token))
+	require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: "a", Token: c.Leases[0].Token}))
 }
 
 // TestSchemaTooNew has New, Migrate and New without migrating refuse

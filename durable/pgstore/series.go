@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // Series of durable.Queue.Schedule: one row each in the series table of
@@ -59,22 +58,22 @@ c AS (
 )
 SELECT (SELECT count(*) FROM d) > 0, (SELECT count(*) FROM c)`
 
-// AdvanceSeries implements durable.Store: one transaction, which locks the
+// AdvanceSeries implements store.Store: one transaction, which locks the
 // series' row (or creates it), so that of two processes stepping from the
 // same state exactly one writes.
-func (s *Store) AdvanceSeries(ctx context.Context, p durable.SeriesStep) (cur durable.Series, done bool, err error) {
+func (s *Store) AdvanceSeries(ctx context.Context, p store.SeriesStep) (cur store.Series, done bool, err error) {
 	if err := s.check(); err != nil {
-		return durable.Series{}, false, err
+		return store.Series{}, false, err
 	}
 	var msg *enqueueBatch // one message: one statement
 	if p.Message.ID != "" {
-		if msg, err = newEnqueueBatch([]durable.Message{p.Message}); err != nil {
-			return durable.Series{}, false, err
+		if msg, err = newEnqueueBatch([]store.Message{p.Message}); err != nil {
+			return store.Series{}, false, err
 		}
 	}
 	name := []byte(p.Name)
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		cur, done = durable.Series{}, false
+		cur, done = store.Series{}, false
 		old, found, err := s.lockSeries(ctx, tx, p.Name)
 		if err != nil {
 			return err
@@ -121,60 +120,60 @@ func (s *Store) AdvanceSeries(ctx context.Context, p durable.SeriesStep) (cur du
 				return err
 			}
 		}
-		cur = durable.Series{Name: p.Name, Fingerprint: p.Fingerprint, Last: p.Last, Next: p.Next, Pending: pending}
+		cur = store.Series{Name: p.Name, Fingerprint: p.Fingerprint, Last: p.Last, Next: p.Next, Pending: pending}
 		done = true
 		return nil
 	})
 	if err != nil {
-		return durable.Series{}, false, wrap("advancing a series", err)
+		return store.Series{}, false, wrap("advancing a series", err)
 	}
 	return cur, done, nil
 }
 
 // lockSeries reads the series name and locks its row, if there is one.
-func (s *Store) lockSeries(ctx context.Context, tx pgx.Tx, name string) (durable.Series, bool, error) {
+func (s *Store) lockSeries(ctx context.Context, tx pgx.Tx, name string) (store.Series, bool, error) {
 	return scanSeries(name, tx.QueryRow(ctx, s.sql.seriesLock, s.queue, []byte(name)))
 }
 
-func (s *Store) readSeries(ctx context.Context, q querier, name string) (durable.Series, bool, error) {
+func (s *Store) readSeries(ctx context.Context, q querier, name string) (store.Series, bool, error) {
 	return scanSeries(name, q.QueryRow(ctx, s.sql.seriesGet, s.queue, []byte(name)))
 }
 
 // scanSeries scans a row of seriesLockSQL or seriesGetSQL; it reports
 // false if there was none.
-func scanSeries(name string, row pgx.Row) (durable.Series, bool, error) {
+func scanSeries(name string, row pgx.Row) (store.Series, bool, error) {
 	var (
 		fingerprint, pending []byte
 		last, next           int64
 	)
 	err := row.Scan(&fingerprint, &last, &next, &pending)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return durable.Series{}, false, nil
+		return store.Series{}, false, nil
 	}
 	if err != nil {
-		return durable.Series{}, false, err
+		return store.Series{}, false, err
 	}
-	return durable.Series{Name: name, Fingerprint: string(fingerprint), Last: seriesTime(last),
+	return store.Series{Name: name, Fingerprint: string(fingerprint), Last: seriesTime(last),
 		Next: seriesTime(next), Pending: string(pending)}, true, nil
 }
 
-// Series implements durable.Store: one statement.
-func (s *Store) Series(ctx context.Context, name string) (durable.Series, error) {
+// Series implements store.Store: one statement.
+func (s *Store) Series(ctx context.Context, name string) (store.Series, error) {
 	if err := s.check(); err != nil {
-		return durable.Series{}, err
+		return store.Series{}, err
 	}
 	sr, found, err := s.readSeries(ctx, s.pool, name)
 	if err != nil {
-		return durable.Series{}, wrap("reading a series", err)
+		return store.Series{}, wrap("reading a series", err)
 	}
 	if !found {
-		return durable.Series{}, fmt.Errorf("%w: no series %q", durable.ErrNotFound, name)
+		return store.Series{}, fmt.Errorf("%w: no series %q", store.ErrNotFound, name)
 	}
 	return sr, nil
 }
 
-// ListSeries implements durable.Store: one statement.
-func (s *Store) ListSeries(ctx context.Context) ([]durable.Series, error) {
+// ListSeries implements store.Store: one statement.
+func (s *Store) ListSeries(ctx context.Context) ([]store.Series, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -182,7 +181,7 @@ func (s *Store) ListSeries(ctx context.Context) ([]durable.Series, error) {
 	if err != nil {
 		return nil, wrap("listing series", err)
 	}
-	var out []durable.Series
+	var out []store.Series
 	for rows.Next() {
 		var (
 			name, fingerprint, pending []byte
@@ -192,7 +191,7 @@ func (s *Store) ListSeries(ctx context.Context) ([]durable.Series, error) {
 			rows.Close()
 			return nil, wrap("listing series", err)
 		}
-		out = append(out, durable.Series{Name: string(name), Fingerprint: string(fingerprint),
+		out = append(out, store.Series{Name: string(name), Fingerprint: string(fingerprint),
 			Last: seriesTime(last), Next: seriesTime(next), Pending: string(pending)})
 	}
 	if err := rows.Err(); err != nil {
@@ -201,7 +200,7 @@ func (s *Store) ListSeries(ctx context.Context) ([]durable.Series, error) {
 	return out, nil
 }
 
-// DeleteSeries implements durable.Store: one statement deletes the series
+// DeleteSeries implements store.Store: one statement deletes the series
 // and cancels its pending message.
 func (s *Store) DeleteSeries(ctx context.Context, name string) (bool, error) {
 	if err := s.check(); err != nil {

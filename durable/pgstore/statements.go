@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // statements are the SQL texts of a store, for its schema. pgx prepares
@@ -14,29 +14,28 @@ type statements struct {
 	requeue                     string
 	claim, expired              string
 	leases, extend, retry, kill string
-	get, deadLetters, stats     string
+	get, stats                  string
 	seriesLock, seriesCreate    string
 	seriesUpdate, seriesGet     string
 	seriesList, seriesDelete    string
 	setPaused                   string
-	list                        [durable.Dead + 1][2]string // by state: first page, after a cursor
+	list                        [store.Dead + 1][2]string // by state: first page, after a cursor
 }
 
 func newStatements(n names) statements {
 	st := statements{
-		enqueue:     n.expand(enqueueSQL),
-		seqs:        n.expand(seqsSQL),
-		cancel:      n.expand(cancelSQL),
-		requeue:     n.expand(requeueSQL),
-		claim:       n.expand(claimSQL),
-		expired:     n.expand(expiredSQL),
-		leases:      n.expand(leasesSQL),
-		extend:      n.expand(extendSQL),
-		retry:       n.expand(retrySQL),
-		kill:        n.expand(killSQL),
-		get:         n.expand(getSQL),
-		deadLetters: n.expand(deadLettersSQL),
-		stats:       n.expand(statsSQL),
+		enqueue: n.expand(enqueueSQL),
+		seqs:    n.expand(seqsSQL),
+		cancel:  n.expand(cancelSQL),
+		requeue: n.expand(requeueSQL),
+		claim:   n.expand(claimSQL),
+		expired: n.expand(expiredSQL),
+		leases:  n.expand(leasesSQL),
+		extend:  n.expand(extendSQL),
+		retry:   n.expand(retrySQL),
+		kill:    n.expand(killSQL),
+		get:     n.expand(getSQL),
+		stats:   n.expand(statsSQL),
 
 		seriesLock:   n.expand(seriesLockSQL),
 		seriesCreate: n.expand(seriesCreateSQL),
@@ -46,7 +45,7 @@ func newStatements(n names) statements {
 		seriesDelete: n.expand(seriesDeleteSQL),
 		setPaused:    n.expand(setPausedSQL),
 	}
-	for state, col := range map[durable.State]string{durable.Pending: "due", durable.InFlight: "deadline", durable.Dead: "died_at"} {
+	for state, col := range map[store.State]string{store.Pending: "due", store.InFlight: "deadline", store.Dead: "died_at"} {
 		r := strings.NewReplacer("{COL}", col, "{STATE}", strconv.Itoa(int(state)))
 		st.list[state][0] = n.expand(r.Replace(strings.Replace(listSQL, "{AFTER}", "", 1)))
 		st.list[state][1] = n.expand(r.Replace(strings.Replace(listSQL, "{AFTER}", listAfterSQL, 1)))

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 )
 
@@ -38,7 +38,7 @@ const (
 	maxEnqueueBytes = 16 << 20
 )
 
-// Store is a durable.Store on PostgreSQL, shared by any number of queues
+// Store is a store.Store on PostgreSQL, shared by any number of queues
 // in any number of processes. See the package documentation for its
 // layout and the statements each method costs.
 type Store struct {
@@ -60,8 +60,8 @@ type Store struct {
 }
 
 var (
-	_ durable.Store    = (*Store)(nil)
-	_ durable.Notifier = (*Store)(nil)
+	_ store.Store    = (*Store)(nil)
+	_ store.Notifier = (*Store)(nil)
 )
 
 // New returns the store of the queue named queue, creating its tables if
@@ -115,7 +115,7 @@ func (s *Store) Schema() string { return s.opts.schema }
 
 // Close stops the store's listening connection and its goroutines, if
 // Wakeups started them. It does not close the pool, nor delete anything.
-// Methods called after it return durable.ErrClosed.
+// Methods called after it return store.ErrClosed.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
@@ -124,10 +124,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// check returns durable.ErrClosed after Close. Every method starts with it.
+// check returns store.ErrClosed after Close. Every method starts with it.
 func (s *Store) check() error {
 	if s.closed.Load() {
-		return durable.ErrClosed
+		return store.ErrClosed
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/internal/leasetest"
 )
 
@@ -34,12 +35,12 @@ func TestBinaryIDs(t *testing.T) {
 		assert.Equal(t, id, info.ID)
 		assert.Equal(t, "p"+id, string(info.Payload))
 	}
-	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 100, Lease: time.Minute})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 100, Lease: time.Minute})
 	require.NoError(t, err)
 	var got []string
 	for _, l := range c.Leases {
 		got = append(got, l.ID)
-		require.NoError(t, s.Ack(ctx, l.ID, l.Token))
+		require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
 	}
 	assert.Equal(t, ids, got, "in the order of the batch")
 	st, err := other.Stats(ctx)
@@ -57,10 +58,12 @@ func TestDueRoundedUp(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, info.Due.Equal(due.Truncate(time.Microsecond).Add(time.Microsecond)), "%v", info.Due)
 	far := time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)
-	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("far", far)}), "a due time beyond PostgreSQL's range")
-	info, err = s.Get(ctx, "far")
+	require.ErrorIs(t, s.Enqueue(ctx, []durable.Message{msg("far", far)}), store.ErrInvalidMessage,
+		"a due time beyond the range every store keeps")
+	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("last", store.MaxTime)}))
+	info, err = s.Get(ctx, "last")
 	require.NoError(t, err)
-	assert.True(t, info.Due.Equal(maxDue))
+	assert.True(t, info.Due.Equal(store.MaxTime), "the end of the range is kept: %v", info.Due)
 }
 
 // TestLargeBatch writes a batch of several statements, in one
@@ -78,7 +81,7 @@ func TestLargeBatch(t *testing.T) {
 	require.NoError(t, s.Enqueue(ctx, msgs))
 	var got []string
 	for {
-		c, err := s.Claim(ctx, durable.ClaimParams{Limit: MaxClaim + 100, Lease: time.Minute})
+		c, err := s.Claim(ctx, store.ClaimParams{Limit: MaxClaim + 100, Lease: time.Minute})
 		require.NoError(t, err)
 		require.LessOrEqual(t, len(c.Leases), MaxClaim)
 		if len(c.Leases) == 0 {
@@ -96,40 +99,41 @@ func TestLargeBatch(t *testing.T) {
 // die enqueues a message of ID id due now to s, which holds no other
 // pending, claims it and makes it dead, and returns the error of that
 // Retry, which has 5 seconds.
-func die(t *testing.T, s *Store, id string) error {
+func die(t *testing.T, s *Store, r store.Retention, id string) error {
 	t.Helper()
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg(id, time.Time{})}))
-	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
 	waited, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return s.Retry(waited, id, c.Leases[0].Token, durable.RetryParams{Dead: true, Error: "dead"})
+	return s.Retry(waited, store.RetryParams{Lease: store.LeaseRef{ID: id, Token: c.Leases[0].Token}, Dead: true, Error: "dead", Retention: r})
 }
 
 func TestDeadLetterRetention(t *testing.T) {
+	var r store.Retention
 	kill := func(s *Store, id string) {
 		t.Helper()
-		require.NoError(t, die(t, s, id))
+		require.NoError(t, die(t, s, r, id))
 	}
 	dead := func(s *Store) []string {
 		t.Helper()
 		return leasetest.DeadIDs(t, s)
 	}
 
-	s := newStore(t, WithDeadLetterRetention(3, 0))
+	s, r := newStore(t), store.Retention{MaxCount: 3}
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
 		kill(s, id)
 	}
 	assert.Equal(t, []string{"c", "d", "e"}, dead(s), "the newest three")
 
-	s = newStore(t, WithDeadLetterRetention(0, 100*time.Millisecond))
+	s, r = newStore(t), store.Retention{MaxAge: 100 * time.Millisecond}
 	kill(s, "old")
 	time.Sleep(150 * time.Millisecond) // older than the age
 	kill(s, "new")
 	assert.Equal(t, []string{"new"}, dead(s))
 
-	s = newStore(t, WithDeadLetterRetention(0, 0))
+	s, r = newStore(t), store.Retention{}
 	for i := range 5 {
 		kill(s, fmt.Sprint(i))
 	}
@@ -142,8 +146,8 @@ func TestDeadLetterRetention(t *testing.T) {
 // EnqueueTx that replaces both), and one of the two would fail with
 // "deadlock detected". A later death trims what it skipped.
 func TestDeathSkipsLettersOthersHold(t *testing.T) {
-	s := newStore(t, WithDeadLetterRetention(2, 0))
-	kill := func(id string) error { return die(t, s, id) }
+	s := newStore(t)
+	kill := func(id string) error { return die(t, s, store.Retention{MaxCount: 2}, id) }
 	dead := func() []string { return leasetest.DeadIDs(t, s) }
 	for _, id := range []string{"a", "b", "c"} {
 		require.NoError(t, kill(id))
@@ -173,12 +177,12 @@ func TestClaimBytes(t *testing.T) {
 		msgs = append(msgs, durable.Message{ID: fmt.Sprint(i), Payload: big, Due: past})
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Minute})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 10, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 4, "4 MiB")
 	assert.False(t, c.NextDue.IsZero(), "more due")
 	assert.Equal(t, 2, c.DueSoon)
-	c, err = s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Minute})
+	c, err = s.Claim(ctx, store.ClaimParams{Limit: 10, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 2)
 }

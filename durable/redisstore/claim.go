@@ -9,14 +9,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // A result is one script call's answer on one shard, in microseconds on
 // the clock of the shard's node.
 type result struct {
 	now, nextDue, nextDeadline int64
-	leases                     []durable.Lease
+	leases                     []store.Lease
 	deadline                   int64 // of the leases
 	dueSoon                    int64 // pending messages left due by the horizon (Claim)
 	paused                     bool  // the shard is paused (Claim)
@@ -30,7 +30,7 @@ type result struct {
 	bytes int64
 }
 
-// Claim implements durable.Store. A p.Limit above MaxClaim is cut to it, and
+// Claim implements store.Store. A p.Limit above MaxClaim is cut to it, and
 // the lease is rounded up to the microsecond. A Claim also stops at about
 // 4 MiB of payloads, leasing the message that would take it over only if
 // it is the first, so that no script holds Redis long (see the package
@@ -44,9 +44,9 @@ type result struct {
 // shared among the shards in proportion to what each is asked for in the
 // first round, rounded down, and what is left goes to the later rounds:
 // a Claim may hand out fewer than it could, never more.
-func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claimed, error) {
+func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, error) {
 	if s.closed.Load() {
-		return durable.Claimed{}, durable.ErrClosed
+		return store.Claimed{}, store.ErrClosed
 	}
 	handOut := max(0, p.Limit-max(p.Held, 0))
 	limit := max(0, min(p.Limit, MaxClaim))
@@ -61,10 +61,10 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 		return r.nextDue >= 0 && r.nextDue <= r.now+aheadUS
 	})
 	if err != nil {
-		return durable.Claimed{}, wrap("claim", err)
+		return store.Claimed{}, wrap("claim", err)
 	}
 	m := s.merge(rs, failed)
-	c := durable.Claimed{Now: instant(m.now), NextDue: instant(m.nextDue), NextDeadline: instant(m.nextDeadline),
+	c := store.Claimed{Now: instant(m.now), NextDue: instant(m.nextDue), NextDeadline: instant(m.nextDeadline),
 		DueSoon: int(min(m.dueSoon, MaxClaim))}
 	for _, r := range rs {
 		c.Leases = append(c.Leases, r.leases...)
@@ -76,7 +76,7 @@ func (s *Store) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claim
 	return c, nil
 }
 
-// Shard implements durable.ShardedOrder: the shard of id (see WithShards).
+// Shard implements store.ShardedOrder: the shard of id (see WithShards).
 // With shards, the order of Claim, Expired and List holds within a shard,
 // and a Claim may hand out fewer than Limit-Held. With one shard, every ID
 // is in shard 0, and the orders are the full ones.
@@ -118,18 +118,20 @@ func (h *handOutShares) count(r result) {
 	}
 }
 
-// readyTime is when a message due at due, claimed when the shard's clock
-// read now (microseconds), may be handed out: its due time, or now.
-func readyTime(due time.Time, now int64) time.Time {
-	if n := time.UnixMicro(now); n.After(due) {
-		return n
+// readyTime is the Ready of a lease whose message's due score and
+// nanoseconds are score and ns, and whose ready time claimScript gave as
+// ready (microseconds): the exact due time if the script took it, and
+// otherwise the script's now.
+func readyTime(score, ns, ready int64) time.Time {
+	if ready == score {
+		return dueTime(score, ns)
 	}
-	return due
+	return time.UnixMicro(ready)
 }
 
 // claimFields is the number of elements of each lease in claimScript's
 // reply.
-const claimFields = 8
+const claimFields = 10
 
 func (s *Store) claimShard(ctx context.Context, sh, limit, handOut int, lease, ahead, bytes int64) (result, error) {
 	r, err := s.run(ctx, claimScript, sh, limit, lease, max(bytes, 1), ahead, handOut)
@@ -152,7 +154,7 @@ func (s *Store) claimShard(ctx context.Context, sh, limit, handOut int, lease, a
 	if len(ls)%claimFields != 0 {
 		return result{}, fmt.Errorf("redisstore: claim: unexpected reply of %d elements", len(ls))
 	}
-	res.leases = make([]durable.Lease, 0, len(ls)/claimFields)
+	res.leases = make([]store.Lease, 0, len(ls)/claimFields)
 	for i := 0; i < len(ls); i += claimFields {
 		id, ok := ls[i].(string)
 		if !ok {
@@ -166,7 +168,7 @@ func (s *Store) claimShard(ctx context.Context, sh, limit, handOut int, lease, a
 		if err != nil {
 			return result{}, err
 		}
-		held, err := replyInts(ls[i+7 : i+8])
+		tail, err := replyInts(ls[i+7 : i+10]) // state a, ready, deadline
 		if err != nil {
 			return result{}, err
 		}
@@ -174,13 +176,13 @@ func (s *Store) claimShard(ctx context.Context, sh, limit, handOut int, lease, a
 		if err != nil {
 			return result{}, err
 		}
-		res.leases = append(res.leases, durable.Lease{
-			Message:   durable.Message{ID: id, Payload: body, Due: dueTime(nums[2], nums[3])},
+		res.leases = append(res.leases, store.Lease{
+			Message:   store.Message{ID: id, Payload: body, Due: dueTime(nums[2], nums[3])},
 			Attempt:   int(nums[0]),
 			Token:     uint64(nums[1]),
-			Deadline:  time.UnixMicro(max(nums[2], res.now) + lease),
-			Ready:     readyTime(dueTime(nums[2], nums[3]), res.now),
-			Ahead:     held[0] == 1, // claimed ahead or held: state a
+			Deadline:  time.UnixMicro(tail[2]),
+			Ready:     readyTime(nums[2], nums[3], tail[1]),
+			Ahead:     tail[0] == 1, // claimed ahead or held: state a
 			LastError: string(lastErr),
 		})
 		res.bytes += int64(len(body))
@@ -189,14 +191,14 @@ func (s *Store) claimShard(ctx context.Context, sh, limit, handOut int, lease, a
 	return res, nil
 }
 
-// Expired implements durable.Store. A limit above MaxReap is cut to it.
+// Expired implements store.Store. A limit above MaxReap is cut to it.
 // It only reads: one script call per shard (see expiredScript), and with
 // shards, as Claim, more rounds for what is missing; the leases of
 // several shards are merged by deadline, each shard's order kept. A
 // shard that fails is handled as in Claim.
-func (s *Store) Expired(ctx context.Context, limit int) (durable.ExpiredLeases, error) {
+func (s *Store) Expired(ctx context.Context, limit int) (store.ExpiredLeases, error) {
 	if s.closed.Load() {
-		return durable.ExpiredLeases{}, durable.ErrClosed
+		return store.ExpiredLeases{}, store.ErrClosed
 	}
 	limit = max(0, min(limit, MaxReap))
 	// A later round of a shard reads on after what its earlier ones read:
@@ -210,17 +212,17 @@ func (s *Store) Expired(ctx context.Context, limit int) (durable.ExpiredLeases, 
 		return r.full
 	})
 	if err != nil {
-		return durable.ExpiredLeases{}, wrap("expired", err)
+		return store.ExpiredLeases{}, wrap("expired", err)
 	}
 	m := s.merge(rs, failed)
-	out := durable.ExpiredLeases{Now: instant(m.now), NextDue: instant(m.nextDue), NextDeadline: instant(m.nextDeadline)}
+	out := store.ExpiredLeases{Now: instant(m.now), NextDue: instant(m.nextDue), NextDeadline: instant(m.nextDeadline)}
 	for _, r := range rs {
 		for _, l := range r.leases {
-			out.Leases = append(out.Leases, durable.ExpiredLease{ID: l.ID, Token: l.Token, Attempt: l.Attempt, Deadline: l.Deadline})
+			out.Leases = append(out.Leases, store.ExpiredLease{ID: l.ID, Token: l.Token, Attempt: l.Attempt, Deadline: l.Deadline})
 		}
 	}
 	if len(rs) > 1 {
-		slices.SortStableFunc(out.Leases, func(a, b durable.ExpiredLease) int { return a.Deadline.Compare(b.Deadline) })
+		slices.SortStableFunc(out.Leases, func(a, b store.ExpiredLease) int { return a.Deadline.Compare(b.Deadline) })
 	}
 	return out, nil
 }
@@ -264,7 +266,7 @@ func (s *Store) expiredShard(ctx context.Context, sh, limit, skip int) (result, 
 		if err != nil {
 			return result{}, err
 		}
-		res.leases = append(res.leases, durable.Lease{Message: durable.Message{ID: id}, Attempt: int(nums[1]),
+		res.leases = append(res.leases, store.Lease{Message: store.Message{ID: id}, Attempt: int(nums[1]),
 			Token: uint64(nums[2]), Deadline: time.UnixMicro(nums[0])})
 	}
 	res.n = len(res.leases)
@@ -419,6 +421,6 @@ func (s *Store) merge(rs []shardResult, failed bool) result {
 
 // sortLeases orders leases from several shards by due time, keeping each
 // shard's order among equal ones (a stable sort).
-func sortLeases(ls []durable.Lease) {
-	slices.SortStableFunc(ls, func(a, b durable.Lease) int { return a.Due.Compare(b.Due) })
+func sortLeases(ls []store.Lease) {
+	slices.SortStableFunc(ls, func(a, b store.Lease) int { return a.Due.Compare(b.Due) })
 }

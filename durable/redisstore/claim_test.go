@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // idsOfShard returns count IDs, prefix then a number, that hash to shard
@@ -57,13 +58,13 @@ func TestClaimKeepsLeasesOfAShardThatFailsLater(t *testing.T) {
 		msgs = append(msgs, msg(id, time.Time{}))
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	_, err := s.Claim(ctx, durable.ClaimParams{Limit: 0, Lease: time.Minute}) // has Redis load the script
+	_, err := s.Claim(ctx, store.ClaimParams{Limit: 0, Lease: time.Minute}) // has Redis load the script
 	require.NoError(t, err)
 	c.AddHook(failScript(s, claimScript, 0, func(call int64) bool { return call == 2 }))
 
 	// Shard 0 leases 5 in the first round (its share of 10), and fails
 	// when called for the 5 more it has.
-	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Minute})
+	cl, err := s.Claim(ctx, store.ClaimParams{Limit: 10, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, cl.Leases, 5)
 	st, err := s.Stats(ctx)
@@ -73,11 +74,11 @@ func TestClaimKeepsLeasesOfAShardThatFailsLater(t *testing.T) {
 	assert.True(t, cl.NextDue.Equal(cl.Now), "come back soon for the failed shard: next due %v, now %v", cl.NextDue, cl.Now)
 	assert.True(t, cl.NextDeadline.Equal(cl.Now))
 	for _, l := range cl.Leases {
-		require.NoError(t, s.Ack(ctx, l.ID, l.Token))
+		require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
 	}
 
 	// The shard is back: the other five.
-	cl, err = s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Minute})
+	cl, err = s.Claim(ctx, store.ClaimParams{Limit: 10, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, cl.Leases, 5)
 }
@@ -101,30 +102,30 @@ func TestClaimWithAFailedShardComesBackSoon(t *testing.T) {
 		msgs = append(msgs, msg(id, time.Time{}))
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	_, err := s.Claim(ctx, durable.ClaimParams{Limit: 0, Lease: time.Minute})
+	_, err := s.Claim(ctx, store.ClaimParams{Limit: 0, Lease: time.Minute})
 	require.NoError(t, err)
 	var down1, down0 atomic.Bool
 	down1.Store(true)
 	c.AddHook(failScript(s, claimScript, 1, func(int64) bool { return down1.Load() }))
 	c.AddHook(failScript(s, claimScript, 0, func(int64) bool { return down0.Load() }))
 
-	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 12, Lease: time.Minute})
+	cl, err := s.Claim(ctx, store.ClaimParams{Limit: 12, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, cl.Leases, 10, "all of shard 0's due messages")
 	assert.True(t, cl.NextDue.Equal(cl.Now), "shard 0's next due is in an hour, but shard 1 has due messages: next due %v, now %v", cl.NextDue, cl.Now)
 
 	// Shard 0 has nothing due: nothing taken, the error comes back.
-	_, err = s.Claim(ctx, durable.ClaimParams{Limit: 12, Lease: time.Minute})
+	_, err = s.Claim(ctx, store.ClaimParams{Limit: 12, Lease: time.Minute})
 	require.ErrorContains(t, err, "injected")
 	// Every shard fails.
 	down0.Store(true)
-	_, err = s.Claim(ctx, durable.ClaimParams{Limit: 12, Lease: time.Minute})
+	_, err = s.Claim(ctx, store.ClaimParams{Limit: 12, Lease: time.Minute})
 	require.ErrorContains(t, err, "injected")
 
 	// Back up: shard 1's three.
 	down0.Store(false)
 	down1.Store(false)
-	cl, err = s.Claim(ctx, durable.ClaimParams{Limit: 12, Lease: time.Minute})
+	cl, err = s.Claim(ctx, store.ClaimParams{Limit: 12, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, cl.Leases, 3)
 	assert.True(t, cl.NextDue.After(cl.Now))
@@ -200,7 +201,7 @@ func TestReapCallsBackoffOncePerExpiredLease(t *testing.T) {
 	assert.Empty(t, asked, "leases in flight, none expired")
 
 	for _, l := range ls {
-		require.NoError(t, s.Extend(ctx, l.ID, l.Token, 0))
+		require.NoError(t, s.Extend(ctx, store.ExtendParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, By: 0}))
 	}
 	r, err = durable.Reap(ctx, s, 10, p)
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/internal/leasetest"
 )
 
@@ -101,12 +102,12 @@ func TestConcurrentAcksShareScripts(t *testing.T) {
 			}
 			before := trips.Load()
 			for i, l := range leases {
-				call(func() error { return s.Ack(ctx, l.ID, l.Token) }, &dups)
+				call(func() error { return s.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token}) }, &dups)
 				if i%3 == 0 { // a second ack of the same lease
-					call(func() error { return s.Ack(ctx, l.ID, l.Token) }, &dups)
+					call(func() error { return s.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token}) }, &dups)
 				}
 				if i%5 == 0 { // a token the message never had
-					call(func() error { return s.Ack(ctx, l.ID, l.Token+1<<40) }, &lost)
+					call(func() error { return s.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token + 1<<40}) }, &lost)
 				}
 			}
 			close(start)
@@ -127,16 +128,16 @@ func TestConcurrentAcksShareScripts(t *testing.T) {
 
 // claimN enqueues n messages due now and claims them all, held (claimed
 // ahead, waiting for Confirm) if held is n.
-func claimN(t *testing.T, s *Store, n, held int) []durable.Lease {
+func claimN(t *testing.T, s *Store, n, held int) []store.Lease {
 	t.Helper()
 	msgs := make([]durable.Message, n)
 	for i := range msgs {
 		msgs[i] = durable.Message{ID: fmt.Sprintf("m%04d", i), Payload: []byte("old")}
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	var leases []durable.Lease
+	var leases []store.Lease
 	for len(leases) < n {
-		c, err := s.Claim(ctx, durable.ClaimParams{Limit: n - len(leases), Held: held, Lease: time.Minute})
+		c, err := s.Claim(ctx, store.ClaimParams{Limit: n - len(leases), Held: held, Lease: time.Minute})
 		require.NoError(t, err)
 		require.NotEmpty(t, c.Leases, "claimed %d of %d", len(leases), n)
 		leases = append(leases, c.Leases...)
@@ -168,7 +169,7 @@ func TestConcurrentConfirms(t *testing.T) {
 		for i, l := range leases {
 			wg.Go(func() {
 				<-start
-				results[i] = s.Confirm(ctx, l.ID, l.Token)
+				results[i] = s.Confirm(ctx, store.LeaseRef{ID: l.ID, Token: l.Token})
 			})
 		}
 		close(start)
@@ -277,8 +278,8 @@ func TestLeasesDoNotWaitForEnqueues(t *testing.T) {
 	enqueued := make(chan error, 1)
 	go func() { enqueued <- s.Enqueue(ctx, []durable.Message{{ID: "other"}}) }()
 	<-started
-	require.NoError(t, s.Confirm(ctx, leases[0].ID, leases[0].Token))
-	require.NoError(t, s.Ack(ctx, leases[0].ID, leases[0].Token))
+	require.NoError(t, s.Confirm(ctx, store.LeaseRef{ID: leases[0].ID, Token: leases[0].Token}))
+	require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: leases[0].ID, Token: leases[0].Token}))
 	select {
 	case err := <-enqueued:
 		t.Fatalf("the enqueue returned (%v) while its script was held", err)

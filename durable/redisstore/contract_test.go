@@ -19,7 +19,7 @@ var contractQueues atomic.Int64
 // store of a fresh queue on c with opts. Redis has its own clock (TIME),
 // which the suite cannot move: it uses the real clock, the server's too.
 // A store of several shards keeps its orders per shard, and says so
-// (durable.ShardedOrder): the suite checks those rules per shard.
+// (store.ShardedOrder): the suite checks those rules per shard.
 func contractHarness(c redis.UniversalClient, opts ...Option) storetest.Harness {
 	return storetest.Harness{New: func(t *testing.T) durable.Store {
 		return openStore(t, c, fmt.Sprintf("contract%d", contractQueues.Add(1)), opts...)

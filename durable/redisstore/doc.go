@@ -1,4 +1,4 @@
-// Package redisstore is a durable.Store on Redis, for a delay queue shared
+// Package redisstore is a store.Store on Redis, for a delay queue shared
 // by many processes on many machines:
 //
 //	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"localhost:6379"}})
@@ -56,7 +56,7 @@
 // bytes: 4 digits of the due time's nanoseconds within the microsecond of
 // the score, then 16 hex digits of a per-shard sequence number, taken
 // from the seq counter whenever a message becomes pending (Enqueue, Retry,
-// Release, Requeue) or dies. Redis orders members of equal score bytewise,
+// Requeue) or dies. Redis orders members of equal score bytewise,
 // so messages come out by due time to the nanosecond, then, for equal due
 // times, in the order they became pending, exactly; and a message is
 // delivered with its exact Due.
@@ -92,7 +92,7 @@
 // # Scripts and fencing
 //
 // Enqueue, Claim (which promotes due messages and leases them at once),
-// Confirm, Ack, Retry, Release, Extend, Cancel, Requeue and Expired are
+// Confirm, Ack, Retry, Extend, Cancel, Requeue and Expired are
 // each one Lua script, run with EVALSHA (EVAL when Redis does not have it
 // cached), so each is atomic.
 //
@@ -110,13 +110,13 @@
 // Claim and Expired handle at most MaxClaim and MaxReap messages
 // per call, so a backlog of millions coming due at once never blocks Redis
 // for more than a few milliseconds; and a Claim, like each script of
-// DeadLetters, reads about 4 MiB of payloads at most (one message if it is
+// List, reads about 4 MiB of payloads at most (one message if it is
 // larger), so that large payloads do not hold Redis either. Each claim
 // takes a fencing token from the shard's token counter, which only grows:
 // a message's tokens only grow too, whatever happens to it (an Enqueue
 // that replaces it, a Cancel and Enqueue of the same ID), and Ack, Retry
 // and Extend with another token than the current lease's return
-// durable.ErrLeaseLost and change nothing.
+// store.ErrLeaseLost and change nothing.
 //
 // # Claimed ahead
 //
@@ -134,14 +134,16 @@
 //
 // # Dead letters
 //
-// Dead letters are kept up to DefaultDeadLetterCount messages and
-// DefaultDeadLetterAge (WithDeadLetterRetention): the scripts that make a
-// message die (a Retry that kills) delete the oldest beyond the count and
-// those older than the age, up to 100 a call.
+// Dead letters are kept as the queue's retention says
+// (durable.WithDeadLetterRetention, given to Retry as a store.Retention):
+// the script that makes a message die (a Retry that kills) deletes the
+// oldest beyond the count and those older than the age, up to
+// store.MaxTrim a call. With shards, each shard keeps up to count/n
+// (rounded up).
 //
 // # Wake-ups
 //
-// Store implements durable.Notifier. The scripts that make a message
+// Store implements store.Notifier. The scripts that make a message
 // pending publish on the shard's wake channel when that message is now
 // earlier than every other pending one, and Wakeups receives from it: a
 // process that armed its timer for a later message wakes. Nothing is
@@ -207,8 +209,8 @@
 //   - A Claim whose reply was lost leaves its leases to expire, and the
 //     messages come back after the visibility timeout.
 //   - An Ack, Retry, Cancel or Requeue whose reply was lost reports on the
-//     second run what it finds: durable.ErrLeaseLost for an Ack or Retry,
-//     false for a Cancel, durable.ErrNotFound for a Requeue, although the
+//     second run what it finds: store.ErrLeaseLost for an Ack or Retry,
+//     false for a Cancel, store.ErrNotFound for a Requeue, although the
 //     first run did the work. Extend sets the deadline again.
 //
 // The default MaxRetries suits a queue: nothing is lost, at worst a

@@ -7,19 +7,18 @@ import (
 	"iter"
 	"math/rand/v2"
 	"slices"
-	"time"
 
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 	"github.com/seed64e23a5c/timingwheel/internal/dedup"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
 // Writing messages: Enqueue (in script calls of bounded size, over the
 // shards), Cancel and Requeue.
 
-// Enqueue implements durable.Store. It validates every message before
+// Enqueue implements store.Store. It validates every message before
 // writing any, and writes them with one script call, or, for a large
 // batch (more than 500 messages or 4 MiB) or one over several shards,
 // with a MULTI/EXEC transaction of several. With shards on Redis Cluster,
@@ -35,9 +34,9 @@ import (
 // if go-redis sends the call again because its reply was lost, the
 // messages already written are left as they are, even if a consumer has
 // claimed one meanwhile (see the package documentation).
-func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
+func (s *Store) Enqueue(ctx context.Context, msgs []store.Message) error {
 	if s.closed.Load() {
-		return durable.ErrClosed
+		return store.ErrClosed
 	}
 	if len(msgs) == 0 {
 		return nil
@@ -57,10 +56,10 @@ func (s *Store) Enqueue(ctx context.Context, msgs []durable.Message) error {
 const aloneEnqueue = 64
 
 // newEnqueueCoalescer returns the coalescer of the Enqueue calls of s.
-func newEnqueueCoalescer(s *Store) *coalesce.Coalescer[[]durable.Message] {
-	return &coalesce.Coalescer[[]durable.Message]{
+func newEnqueueCoalescer(s *Store) *coalesce.Coalescer[[]store.Message] {
+	return &coalesce.Coalescer[[]store.Message]{
 		Yield: true,
-		Alone: func(msgs []durable.Message) bool { return len(msgs) >= aloneEnqueue },
+		Alone: func(msgs []store.Message) bool { return len(msgs) >= aloneEnqueue },
 		Take:  takeEnqueues,
 		Send:  s.sendEnqueues,
 	}
@@ -68,7 +67,7 @@ func newEnqueueCoalescer(s *Store) *coalesce.Coalescer[[]durable.Message] {
 
 // sendEnqueues writes the messages of the calls of batch in one round
 // trip, and gives each call its outcome.
-func (s *Store) sendEnqueues(batch []*coalesce.Call[[]durable.Message]) {
+func (s *Store) sendEnqueues(batch []*coalesce.Call[[]store.Message]) {
 	all := batch[0].Arg
 	if len(batch) > 1 {
 		all = nil
@@ -96,13 +95,13 @@ func (s *Store) sendEnqueues(batch []*coalesce.Call[[]durable.Message]) {
 // script call and hold no ID twice (the script writes each ID once a
 // call, see enqueueScript).
 var takeEnqueues = coalesce.Fitting(maxEnqueueScript, maxEnqueueBytes,
-	func(msgs []durable.Message) (rows, bytes int) {
+	func(msgs []store.Message) (rows, bytes int) {
 		for i := range msgs {
 			bytes += len(msgs[i].Payload)
 		}
 		return len(msgs), bytes
 	},
-	func(msgs []durable.Message) iter.Seq[string] {
+	func(msgs []store.Message) iter.Seq[string] {
 		return func(yield func(string) bool) {
 			for i := range msgs {
 				if !yield(msgs[i].ID) {
@@ -113,7 +112,7 @@ var takeEnqueues = coalesce.Fitting(maxEnqueueScript, maxEnqueueBytes,
 	})
 
 // shardsOf returns the shards of the messages of msgs, each once.
-func (s *Store) shardsOf(msgs []durable.Message) []int {
+func (s *Store) shardsOf(msgs []store.Message) []int {
 	var shards []int
 	for i := range msgs {
 		if sh := shardOf(msgs[i].ID, len(s.shards)); !slices.Contains(shards, sh) {
@@ -126,7 +125,7 @@ func (s *Store) shardsOf(msgs []durable.Message) []int {
 // write writes msgs, valid and each ID once, in one round trip, and
 // returns the outcome for each shard: the same for all but on Redis
 // Cluster, where each shard's transaction is its own.
-func (s *Store) write(ctx context.Context, msgs []durable.Message) []error {
+func (s *Store) write(ctx context.Context, msgs []store.Message) []error {
 	nonce := fmt.Sprintf("%016x", rand.Uint64())
 	// The script calls of each shard, the messages in their order.
 	calls := make([][]*enqueueCall, len(s.shards))
@@ -183,7 +182,7 @@ func (c *enqueueCall) fits(size int) bool {
 	return c.n < maxEnqueueScript && (c.n == 0 || c.bytes+size <= maxEnqueueBytes)
 }
 
-func (c *enqueueCall) add(m *durable.Message) {
+func (c *enqueueCall) add(m *store.Message) {
 	score, sub := dueArgs(m.Due)
 	c.args = append(c.args, m.ID, m.Payload, score, sub)
 	c.n++
@@ -196,7 +195,7 @@ func (c *enqueueCall) add(m *durable.Message) {
 // error inside a transaction would not stop the other calls.
 func (s *Store) enqueueTx(ctx context.Context, calls [][]*enqueueCall, only int) error {
 	if s.closed.Load() {
-		return durable.ErrClosed
+		return store.ErrClosed
 	}
 	tx := func(c redis.Cmdable) error {
 		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -218,7 +217,7 @@ func (s *Store) enqueueTx(ctx context.Context, calls [][]*enqueueCall, only int)
 	return s.onReplicas(ctx, max(only, 0), tx)
 }
 
-// Cancel implements durable.Store.
+// Cancel implements store.Store.
 func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
 	r, err := s.run(ctx, cancelScript, shardOf(id, len(s.shards)), id)
 	if err != nil {
@@ -228,20 +227,21 @@ func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
 	case int64(1):
 		return true, nil
 	case int64(2):
-		return false, durable.ErrInFlight
+		return false, store.ErrInFlight
 	}
 	return false, nil
 }
 
-// Requeue implements durable.Store.
-func (s *Store) Requeue(ctx context.Context, id string, due time.Time) error {
-	score, sub := dueArgs(due)
+// Requeue implements store.Store.
+func (s *Store) Requeue(ctx context.Context, p store.RequeueParams) error {
+	id := p.ID
+	score, sub := dueArgs(p.Due)
 	r, err := s.run(ctx, requeueScript, shardOf(id, len(s.shards)), id, score, sub)
 	if err != nil {
 		return wrap("requeue", err)
 	}
 	if r != int64(1) {
-		return durable.ErrNotFound
+		return store.ErrNotFound
 	}
 	return nil
 }

@@ -23,13 +23,12 @@ func ExampleWithReplicas() {
 	defer client.Close()
 	store, err := redisstore.New(client, "orders",
 		redisstore.WithReplicas(1, time.Second),
-		redisstore.WithDeadLetterRetention(redisstore.DefaultDeadLetterCount, 24*time.Hour),
 		redisstore.WithStartTimeout(3*time.Second))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer store.Close()
-	q, err := durable.New(store)
+	q, err := durable.New(store, durable.WithDeadLetterRetention(durable.DefaultDeadLetterCount, 24*time.Hour))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -2,46 +2,44 @@ package redisstore
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
-// Reading what the store holds: Get, List, Stats and DeadLetters.
+// Reading what the store holds: Get, List and Stats.
 
 // maxListPage is the most messages one list script returns.
 const maxListPage = 1000
 
-// Get implements durable.Store: one script call on the ID's shard, which
+// Get implements store.Store: one script call on the ID's shard, which
 // only reads. Times are on the clock of the shard's node.
-func (s *Store) Get(ctx context.Context, id string) (durable.Info, error) {
+func (s *Store) Get(ctx context.Context, id string) (store.Info, error) {
 	r, err := s.run(ctx, getScript, shardOf(id, len(s.shards)), id)
 	if err != nil {
-		return durable.Info{}, wrap("get", err)
+		return store.Info{}, wrap("get", err)
 	}
 	if r == int64(0) {
-		return durable.Info{}, fmt.Errorf("%w: %q", durable.ErrNotFound, id)
+		return store.Info{}, fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
 	a, err := replyArray(r, 7)
 	if err != nil {
-		return durable.Info{}, wrap("get", err)
+		return store.Info{}, wrap("get", err)
 	}
 	letter, _ := a[0].(string)
-	st := durable.InFlight // f, or a: claimed ahead
+	st := store.InFlight // f, or a: claimed ahead
 	switch letter {
 	case "p":
-		st = durable.Pending
+		st = store.Pending
 	case "d":
-		st = durable.Dead
+		st = store.Dead
 	}
 	it, err := inspectItem(st, a[1:])
 	if err != nil {
-		return durable.Info{}, wrap("get", err)
+		return store.Info{}, wrap("get", err)
 	}
 	return it.info, nil
 }
@@ -49,7 +47,7 @@ func (s *Store) Get(ctx context.Context, id string) (durable.Info, error) {
 // An item is a message listed by a script: its Info, and its position in
 // its state's sorted set.
 type item struct {
-	info   durable.Info
+	info   store.Info
 	score  int64
 	member string
 }
@@ -65,7 +63,7 @@ func (it *item) before(o *item) bool {
 
 // inspectItem reads the 6 elements of a message in the reply of getScript
 // or listScript: member, score, attempt, enqueued, payload, last error.
-func inspectItem(st durable.State, a []any) (item, error) {
+func inspectItem(st store.State, a []any) (item, error) {
 	if len(a) < 6 {
 		return item{}, fmt.Errorf("redisstore: unexpected item of %d elements", len(a))
 	}
@@ -87,8 +85,8 @@ func inspectItem(st durable.State, a []any) (item, error) {
 		return item{}, err
 	}
 	it := item{score: nums[0], member: member}
-	info := durable.Info{ID: member, Payload: body, State: st, Attempt: int(nums[1]), LastError: string(lastErr)}
-	if st != durable.InFlight { // members of pending and dead have a prefix
+	info := store.Info{ID: member, Payload: body, State: st, Attempt: int(nums[1]), LastError: string(lastErr)}
+	if st != store.InFlight { // members of pending and dead have a prefix
 		if len(member) < memberPrefixLen {
 			return item{}, fmt.Errorf("redisstore: unexpected member %q", member)
 		}
@@ -102,19 +100,19 @@ func inspectItem(st durable.State, a []any) (item, error) {
 		info.EnqueuedAt = time.UnixMicro(us)
 	}
 	switch st {
-	case durable.Pending:
+	case store.Pending:
 		ns, _ := strconv.ParseInt(member[:nsDigits], 10, 64)
 		info.Due = dueTime(it.score, ns)
-	case durable.InFlight:
+	case store.InFlight:
 		info.Deadline = time.UnixMicro(it.score)
-	case durable.Dead:
+	case store.Dead:
 		info.DiedAt = time.UnixMicro(it.score)
 	}
 	it.info = info
 	return it, nil
 }
 
-// List implements durable.Store. Each shard is read from the cursor by
+// List implements store.Store. Each shard is read from the cursor by
 // script calls of up to 1000 messages and about 4 MiB of payloads, each
 // O(log N) plus what it returns, and which only read; the calls of a page
 // are not atomic together. With shards, List reads up to limit messages
@@ -122,15 +120,16 @@ func inspectItem(st durable.State, a []any) (item, error) {
 // time, deadline or time of death, each on its shard's node's clock),
 // then of their members, which is one order over all the shards: the
 // cursor is a position in it.
-func (s *Store) List(ctx context.Context, st durable.State, cursor string, limit int) ([]durable.Info, string, error) {
+func (s *Store) List(ctx context.Context, p store.ListParams) ([]store.Info, string, error) {
+	st, cursor, limit := p.State, p.Cursor, p.Limit
 	if s.closed.Load() {
-		return nil, "", durable.ErrClosed
+		return nil, "", store.ErrClosed
 	}
 	letter, ok := stateLetter(st)
 	if !ok {
 		return nil, "", fmt.Errorf("redisstore: List of an invalid state %v", st)
 	}
-	after, err := parseCursor(letter, cursor)
+	after, err := parseCursor(st, cursor)
 	if err != nil {
 		return nil, "", err
 	}
@@ -160,7 +159,7 @@ func (s *Store) List(ctx context.Context, st durable.State, cursor string, limit
 	out, last, more := mergeItems(lists, ended, limit)
 	next := ""
 	if more {
-		next = formatCursor(letter, last)
+		next = formatCursor(st, last)
 	}
 	return out, next, nil
 }
@@ -168,8 +167,8 @@ func (s *Store) List(ctx context.Context, st durable.State, cursor string, limit
 // mergeItems takes up to limit items from lists, each in order, in order.
 // It returns them, the last taken, and whether any item is left (in
 // lists, or in a shard that has not ended).
-func mergeItems(lists [][]item, ended []bool, limit int) ([]durable.Info, *item, bool) {
-	var out []durable.Info
+func mergeItems(lists [][]item, ended []bool, limit int) ([]store.Info, *item, bool) {
+	var out []store.Info
 	var last *item
 	for len(out) < limit {
 		best := -1
@@ -194,7 +193,7 @@ func mergeItems(lists [][]item, ended []bool, limit int) ([]durable.Info, *item,
 }
 
 // listShard is one list script call on shard sh.
-func (s *Store) listShard(ctx context.Context, sh int, letter string, st durable.State, after *item, n int) ([]item, bool, error) {
+func (s *Store) listShard(ctx context.Context, sh int, letter string, st store.State, after *item, n int) ([]item, bool, error) {
 	score, member := "", ""
 	if after != nil {
 		score, member = strconv.FormatInt(after.score, 10), after.member
@@ -226,52 +225,43 @@ func (s *Store) listShard(ctx context.Context, sh int, letter string, st durable
 	return items, end == 1, nil
 }
 
-func stateLetter(st durable.State) (string, bool) {
+func stateLetter(st store.State) (string, bool) {
 	switch st {
-	case durable.Pending:
+	case store.Pending:
 		return "p", true
-	case durable.InFlight:
+	case store.InFlight:
 		return "f", true
-	case durable.Dead:
+	case store.Dead:
 		return "d", true
 	}
 	return "", false
 }
 
-// A cursor is the state's letter, the score of the last message listed,
-// a dot and its member in unpadded base64url.
-func formatCursor(letter string, it *item) string {
-	return letter + strconv.FormatInt(it.score, 10) + "." + base64.RawURLEncoding.EncodeToString([]byte(it.member))
+// A cursor is a store.Cursor: its At is the score of the last message
+// listed, in microseconds, and its Key that message's member.
+func formatCursor(st store.State, it *item) string {
+	return store.Cursor{State: st, At: time.UnixMicro(it.score), Key: it.member}.String()
 }
 
-func parseCursor(letter, cursor string) (*item, error) {
+// parseCursor returns the position of a cursor of state st: nil for "".
+func parseCursor(st store.State, cursor string) (*item, error) {
 	if cursor == "" {
 		return nil, nil
 	}
-	bad := fmt.Errorf("%w: %q is not a cursor of %s messages", durable.ErrInvalidCursor, cursor, letter)
-	rest, ok := strings.CutPrefix(cursor, letter)
-	if !ok {
-		return nil, bad
-	}
-	score, member, ok := strings.Cut(rest, ".")
-	if !ok {
-		return nil, bad
-	}
-	n, err := strconv.ParseInt(score, 10, 64)
+	c, err := store.ParseCursor(st, cursor)
 	if err != nil {
-		return nil, bad
+		return nil, err
 	}
-	m, err := base64.RawURLEncoding.DecodeString(member)
-	if err != nil || len(m) == 0 {
-		return nil, bad
+	if c.Key == "" || c.Seq != 0 {
+		return nil, fmt.Errorf("%w: %q is not a cursor of %v messages", store.ErrInvalidCursor, cursor, st)
 	}
-	return &item{score: n, member: string(m)}, nil
+	return &item{score: c.At.UnixMicro(), member: c.Key}, nil
 }
 
-// Stats implements durable.Store. With shards, it sums their counts, and
+// Stats implements store.Store. With shards, it sums their counts, and
 // NextDue is the earliest of theirs, each on its node's clock.
-func (s *Store) Stats(ctx context.Context) (durable.Stats, error) {
-	var st durable.Stats
+func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
+	var st store.Stats
 	var mu sync.Mutex
 	next := int64(-1)
 	err := s.parallel(func(sh int) error {
@@ -299,83 +289,8 @@ func (s *Store) Stats(ctx context.Context) (durable.Stats, error) {
 		return nil
 	})
 	if err != nil {
-		return durable.Stats{}, wrap("stats", err)
+		return store.Stats{}, wrap("stats", err)
 	}
 	st.NextDue = instant(next)
 	return st, nil
-}
-
-// DeadLetters implements durable.Store. A message's Due is the time it
-// died, on Redis's clock. It reads the dead messages by pages of up to
-// 1000 messages and about 4 MiB of payloads (one script call each), which
-// together are not atomic. With shards, the lists of the shards are
-// merged by time of death.
-func (s *Store) DeadLetters(ctx context.Context, limit int) ([]durable.Message, error) {
-	if s.closed.Load() {
-		return nil, durable.ErrClosed
-	}
-	if limit <= 0 {
-		return nil, nil
-	}
-	type dead struct {
-		m  durable.Message
-		us int64
-	}
-	lists := make([][]dead, len(s.shards))
-	err := s.parallel(func(sh int) error {
-		for len(lists[sh]) < limit {
-			page := min(limit-len(lists[sh]), maxDeadPage)
-			r, err := s.run(ctx, deadScript, sh, len(lists[sh]), page, maxReadBytes)
-			if err != nil {
-				return err
-			}
-			reply, err := replyArray(r, 2)
-			if err != nil {
-				return err
-			}
-			ended, err := replyInt(reply[0])
-			if err != nil {
-				return err
-			}
-			a, err := replyArray(reply[1], -1)
-			if err != nil {
-				return err
-			}
-			for i := 0; i+2 < len(a); i += 3 {
-				id, _ := a[i].(string)
-				body, err := replyBytes(a[i+1])
-				if err != nil {
-					return err
-				}
-				us, err := replyInt(a[i+2])
-				if err != nil {
-					return err
-				}
-				lists[sh] = append(lists[sh], dead{durable.Message{ID: id, Payload: body, Due: time.UnixMicro(us)}, us})
-			}
-			if ended == 1 || len(a) == 0 {
-				break
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, wrap("dead letters", err)
-	}
-	// Merge the shards' lists, each in order of death.
-	var out []durable.Message
-	for len(out) < limit {
-		best := -1
-		for sh, l := range lists {
-			if len(l) > 0 && (best < 0 || l[0].us < lists[best][0].us) {
-				best = sh
-			}
-		}
-		if best < 0 {
-			break
-		}
-		out = append(out, lists[best][0].m)
-		lists[best] = lists[best][1:]
-	}
-	return out, nil
 }

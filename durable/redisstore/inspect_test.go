@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // TestMessagesOfTheFormerLayout writes messages as the version before
@@ -43,15 +44,15 @@ func TestMessagesOfTheFormerLayout(t *testing.T) {
 		assert.True(t, info.Due.Equal(time.UnixMicro(score)), "%v", info.Due)
 		assert.True(t, info.EnqueuedAt.IsZero(), "unknown for a message of the former layout")
 	}
-	list, _, err := s.List(ctx, durable.Pending, "", 10)
+	list, _, err := s.List(ctx, store.ListParams{State: durable.Pending, Cursor: "", Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	assert.Equal(t, "with-nonce", list[0].ID)
 
-	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+	cl, err := s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, cl.Leases, 1)
-	err = s.Retry(ctx, cl.Leases[0].ID, cl.Leases[0].Token, durable.RetryParams{Dead: true, Error: "failed once"})
+	err = s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: cl.Leases[0].ID, Token: cl.Leases[0].Token}, Dead: true, Error: "failed once"})
 	require.NoError(t, err)
 	info, err := s.Get(ctx, "with-nonce")
 	require.NoError(t, err)
@@ -127,11 +128,11 @@ func redisZ(score int64, member string) redis.Z {
 func TestAckAndCancelDeleteTheErrorText(t *testing.T) {
 	s, c, _ := newTestStore(t)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: "acked"}, {ID: "cancelled"}}))
-	first, err := s.Claim(ctx, durable.ClaimParams{Limit: 2, Lease: time.Minute})
+	first, err := s.Claim(ctx, store.ClaimParams{Limit: 2, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, first.Leases, 2)
 	for _, l := range first.Leases {
-		err := s.Retry(ctx, l.ID, l.Token, durable.RetryParams{Error: "failed"})
+		err := s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, Error: "failed"})
 		require.NoError(t, err)
 	}
 	assert.Equal(t, int64(2), hashLen(t, c, s, keyError))
@@ -139,11 +140,11 @@ func TestAckAndCancelDeleteTheErrorText(t *testing.T) {
 	found, err := s.Cancel(ctx, "cancelled")
 	require.NoError(t, err)
 	require.True(t, found)
-	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 2, Lease: time.Minute})
+	cl, err := s.Claim(ctx, store.ClaimParams{Limit: 2, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, cl.Leases, 1)
 	assert.Equal(t, "failed", cl.Leases[0].LastError)
-	require.NoError(t, s.Ack(ctx, "acked", cl.Leases[0].Token))
+	require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: "acked", Token: cl.Leases[0].Token}))
 	assert.Zero(t, hashLen(t, c, s, keyError))
 	assert.Zero(t, hashLen(t, c, s, keyEnqueued))
 }

@@ -3,27 +3,26 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 )
 
-// A lease's life after Claim: Confirm, Ack, Retry, Release and Extend.
+// A lease's life after Claim: Confirm, Ack, Retry and Extend.
 
-// Confirm implements durable.Store: one script call, which fails if an
+// Confirm implements store.Store: one script call, which fails if an
 // Enqueue or Cancel of any process took the message back first. The acks
 // and confirmations of a shard under way at the same time share the call
 // (see coalesce.Coalescer).
-func (s *Store) Confirm(ctx context.Context, id string, token uint64) error {
-	return s.leaseCall(ctx, id, token, 'c')
+func (s *Store) Confirm(ctx context.Context, l store.LeaseRef) error {
+	return s.leaseCall(ctx, l, 'c')
 }
 
-// Ack implements durable.Store: one script call, shared with the acks and
+// Ack implements store.Store: one script call, shared with the acks and
 // confirmations of the shard under way at the same time (see
 // coalesce.Coalescer).
-func (s *Store) Ack(ctx context.Context, id string, token uint64) error {
-	return s.leaseCall(ctx, id, token, 'a')
+func (s *Store) Ack(ctx context.Context, l store.LeaseRef) error {
+	return s.leaseCall(ctx, l, 'a')
 }
 
 // A leaseArg is the argument of an ack or a confirmation.
@@ -39,13 +38,13 @@ func (l leaseArg) op() string {
 	return "ack"
 }
 
-// leaseCall sends the call of kind on lease (id, token) through the
-// coalescer of its shard.
-func (s *Store) leaseCall(ctx context.Context, id string, token uint64, kind byte) error {
+// leaseCall sends the call of kind on lease l through the coalescer of
+// its shard.
+func (s *Store) leaseCall(ctx context.Context, l store.LeaseRef, kind byte) error {
 	if s.closed.Load() {
-		return durable.ErrClosed
+		return store.ErrClosed
 	}
-	return s.leases[shardOf(id, len(s.shards))].Do(ctx, leaseArg{id, tokenString(token), kind})
+	return s.leases[shardOf(l.ID, len(s.shards))].Do(ctx, leaseArg{l.ID, tokenString(l.Token), kind})
 }
 
 // newLeaseCoalescers returns a coalescer a shard of the acks and
@@ -87,35 +86,27 @@ func (s *Store) sendLeases(sh int, batch []*coalesce.Call[leaseArg]) {
 		case int64(1):
 			c.Err = nil
 		case int64(2):
-			c.Err = durable.ErrPaused
+			c.Err = store.ErrPaused
 		default:
-			c.Err = durable.ErrLeaseLost
+			c.Err = store.ErrLeaseLost
 		}
 	}
 }
 
-// Retry implements durable.Store. The delay is rounded up to the
-// microsecond. The error text is kept in the hash tw:{queue}:error.
-func (s *Store) Retry(ctx context.Context, id string, token uint64, p durable.RetryParams) error {
-	return s.endLease(ctx, "retry", id, token, p)
-}
-
-// Release implements durable.Store. The delay is rounded up to the
-// microsecond.
-func (s *Store) Release(ctx context.Context, id string, token uint64, after time.Duration) error {
-	return s.endLease(ctx, "release", id, token, durable.RetryParams{After: after})
-}
-
-// endLease runs retryScript, one call, for Retry and Release.
-func (s *Store) endLease(ctx context.Context, op, id string, token uint64, p durable.RetryParams) error {
+// Retry implements store.Store: one call of retryScript. The delay is
+// rounded up to the microsecond. The error text is kept in the hash
+// tw:{queue}:error. A death trims the dead letters to p.Retention in the
+// same call.
+func (s *Store) Retry(ctx context.Context, p store.RetryParams) error {
+	id := p.Lease.ID
 	r, err := s.run(ctx, retryScript, shardOf(id, len(s.shards)),
-		id, tokenString(token), micros(max(p.After, 0)), flag(p.Dead), s.deadMax(), micros(s.opts.retention.MaxAge),
-		p.Error, flag(p.Expired))
+		id, tokenString(p.Lease.Token), micros(max(p.After, 0)), flag(p.Dead), s.deadMax(p.Retention),
+		micros(p.Retention.MaxAge), p.Error, flag(p.Expired))
 	if err != nil {
-		return wrap(op, err)
+		return wrap("retry", err)
 	}
 	if r == int64(-1) {
-		return durable.ErrLeaseLost
+		return store.ErrLeaseLost
 	}
 	return nil
 }
@@ -128,21 +119,21 @@ func flag(b bool) string {
 	return "0"
 }
 
-// deadMax is the most dead letters a shard keeps (0: no limit).
-func (s *Store) deadMax() int {
+// deadMax is the most dead letters a shard keeps under r (0: no limit).
+func (s *Store) deadMax(r store.Retention) int {
 	n := len(s.shards)
-	return (s.opts.retention.MaxCount + n - 1) / n
+	return (r.MaxCount + n - 1) / n
 }
 
-// Extend implements durable.Store. The duration is rounded up to the
+// Extend implements store.Store. The duration is rounded up to the
 // microsecond.
-func (s *Store) Extend(ctx context.Context, id string, token uint64, by time.Duration) error {
-	r, err := s.run(ctx, extendScript, shardOf(id, len(s.shards)), id, tokenString(token), micros(by))
+func (s *Store) Extend(ctx context.Context, p store.ExtendParams) error {
+	r, err := s.run(ctx, extendScript, shardOf(p.Lease.ID, len(s.shards)), p.Lease.ID, tokenString(p.Lease.Token), micros(p.By))
 	if err != nil {
 		return wrap("extend", err)
 	}
 	if r != int64(1) {
-		return durable.ErrLeaseLost
+		return store.ErrLeaseLost
 	}
 	return nil
 }

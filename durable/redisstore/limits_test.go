@@ -2,10 +2,8 @@ package redisstore
 
 import (
 	"bytes"
-	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/internal/durablebench"
-	"github.com/seed64e23a5c/timingwheel/internal/leasetest"
 )
 
 // TestScriptsAreShort has a backlog of 20,000 messages come due at once,
@@ -52,7 +50,7 @@ func TestScriptsAreShort(t *testing.T) {
 	claimed := 0
 	for {
 		k := measure(func() int {
-			cl, err := s.Claim(ctx, durable.ClaimParams{Limit: n})
+			cl, err := s.Claim(ctx, store.ClaimParams{Limit: n})
 			require.NoError(t, err)
 			return len(cl.Leases)
 		})
@@ -66,7 +64,7 @@ func TestScriptsAreShort(t *testing.T) {
 	reaped := 0
 	for {
 		// A reap is one read (Expired) and a short script per lease.
-		var x durable.ExpiredLeases
+		var x store.ExpiredLeases
 		k := measure(func() int {
 			var err error
 			x, err = s.Expired(ctx, n)
@@ -79,7 +77,7 @@ func TestScriptsAreShort(t *testing.T) {
 		assert.LessOrEqual(t, k, MaxReap)
 		for _, l := range x.Leases {
 			k := measure(func() int {
-				require.NoError(t, s.Retry(ctx, l.ID, l.Token, durable.RetryParams{Dead: true, Expired: true}))
+				require.NoError(t, s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, Dead: true, Expired: true}))
 				return 1
 			})
 			reaped += k
@@ -144,7 +142,7 @@ func bigMessages(prefix string, n int) []durable.Message {
 	return msgs
 }
 
-func payloadBytes(ls []durable.Lease) int64 {
+func payloadBytes(ls []store.Lease) int64 {
 	var n int64
 	for _, l := range ls {
 		n += int64(len(l.Payload))
@@ -168,7 +166,7 @@ func TestClaimStopsAtMaxReadBytes(t *testing.T) {
 		for len(claimed) < n {
 			calls++
 			require.LessOrEqual(t, calls, n, "%s: claimed %d of %d", s.Queue(), len(claimed), n)
-			cl, err := s.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
+			cl, err := s.Claim(ctx, store.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
 			require.NoError(t, err)
 			require.NotEmpty(t, cl.Leases, s.Queue())
 			assert.LessOrEqual(t, payloadBytes(cl.Leases), maxReadBytes, s.Queue())
@@ -187,50 +185,7 @@ func TestClaimStopsAtMaxReadBytes(t *testing.T) {
 	setMaxReadBytes(t, 100<<10)
 	s := openStore(t, c, "small")
 	require.NoError(t, s.Enqueue(ctx, bigMessages("m", 2)))
-	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
+	cl, err := s.Claim(ctx, store.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"m00000"}, ids(cl.Leases), "the first message, whatever its size")
-}
-
-// TestDeadLettersPagesStopAtMaxReadBytes reads 10 dead messages of 1 MiB
-// with a cap of 2 MiB: DeadLetters returns them all, in order, read by
-// scripts that return 2 MiB at most each.
-func TestDeadLettersPagesStopAtMaxReadBytes(t *testing.T) {
-	const n = 10
-	setMaxReadBytes(t, 2<<20)
-	s, c, _ := newTestStore(t)
-	require.NoError(t, s.Enqueue(ctx, bigMessages("m", n)))
-	ls := claimAll(t, s, 0)
-	require.Len(t, ls, n)
-	for _, l := range ls {
-		err := s.Retry(ctx, l.ID, l.Token, durable.RetryParams{Dead: true})
-		require.NoError(t, err)
-	}
-	_, err := s.DeadLetters(ctx, 1) // has Redis load the script
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var pages []int64
-	c.AddHook(cmdHook(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
-		err := next(ctx, cmd)
-		if err != nil || !isScript(cmd, deadScript) {
-			return err
-		}
-		reply, _ := cmd.(*redis.Cmd).Val().([]any)
-		out, _ := reply[1].([]any)
-		var size int64
-		for i := 1; i < len(out); i += 3 {
-			size += int64(len(out[i].(string)))
-		}
-		mu.Lock()
-		pages = append(pages, size)
-		mu.Unlock()
-		return nil
-	}))
-	assert.Equal(t, ids(ls), leasetest.DeadIDs(t, s), "all, in the order they died")
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Len(t, pages, n/2, "pages of 2 MiB")
-	for _, p := range pages {
-		assert.LessOrEqual(t, p, maxReadBytes)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 func TestMain(m *testing.M) {
@@ -58,7 +59,7 @@ func msg(id string, due time.Time) durable.Message {
 	return durable.Message{ID: id, Payload: []byte("payload of " + id), Due: due}
 }
 
-func ids(ls []durable.Lease) []string {
+func ids(ls []store.Lease) []string {
 	out := make([]string, len(ls))
 	for i, l := range ls {
 		out[i] = l.ID
@@ -75,11 +76,11 @@ func seqIDs(prefix string, n int) []string {
 }
 
 // claimAll claims until nothing is due.
-func claimAll(t testing.TB, s *Store, lease time.Duration) []durable.Lease {
+func claimAll(t testing.TB, s *Store, lease time.Duration) []store.Lease {
 	t.Helper()
-	var out []durable.Lease
+	var out []store.Lease
 	for {
-		c, err := s.Claim(context.Background(), durable.ClaimParams{Limit: MaxClaim, Lease: lease})
+		c, err := s.Claim(context.Background(), store.ClaimParams{Limit: MaxClaim, Lease: lease})
 		require.NoError(t, err)
 		if len(c.Leases) == 0 {
 			return out
@@ -89,15 +90,15 @@ func claimAll(t testing.TB, s *Store, lease time.Duration) []durable.Lease {
 }
 
 // waitClaim claims until it has n leases, for up to 10 seconds.
-func waitClaim(t testing.TB, s *Store, lease time.Duration, n int) []durable.Lease {
+func waitClaim(t testing.TB, s *Store, lease time.Duration, n int) []store.Lease {
 	t.Helper()
-	var out []durable.Lease
+	var out []store.Lease
 	deadline := time.Now().Add(10 * time.Second)
 	for len(out) < n {
 		if time.Now().After(deadline) {
 			t.Fatalf("claimed %d of %d messages", len(out), n)
 		}
-		c, err := s.Claim(context.Background(), durable.ClaimParams{Limit: n - len(out), Lease: lease})
+		c, err := s.Claim(context.Background(), store.ClaimParams{Limit: n - len(out), Lease: lease})
 		require.NoError(t, err)
 		out = append(out, c.Leases...)
 		if len(c.Leases) == 0 {

@@ -48,7 +48,7 @@ type notifier struct {
 
 func (n *notifier) init(s *Store) { n.s = s }
 
-// Wakeups implements durable.Notifier. Each call returns a new channel,
+// Wakeups implements store.Notifier. Each call returns a new channel,
 // with a buffer of one: a wake-up is dropped, never waited for, when the
 // channel already holds one. The channel receives when another store (in
 // this process or another) enqueues, retries, requeues or reaps a message

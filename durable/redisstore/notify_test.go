@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // woke reports whether ch receives within d.
@@ -58,15 +59,15 @@ func TestWakeupsOnNewEarliest(t *testing.T) {
 
 	ls = claimAll(t, b, time.Minute)
 	require.Len(t, ls, 1)
-	err = b.Retry(ctx, "x", ls[0].Token, durable.RetryParams{})
+	err = b.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: "x", Token: ls[0].Token}})
 	require.NoError(t, err)
 	assert.True(t, woke(w1, wait), "retried")
 
 	ls = claimAll(t, b, time.Minute)
-	err = b.Retry(ctx, "x", ls[0].Token, durable.RetryParams{Dead: true})
+	err = b.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: "x", Token: ls[0].Token}, Dead: true})
 	require.NoError(t, err)
 	assert.False(t, woke(w1, quiet), "a death does not wake")
-	require.NoError(t, b.Requeue(ctx, "x", time.Time{}))
+	require.NoError(t, b.Requeue(ctx, store.RequeueParams{ID: "x", Due: time.Time{}}))
 	assert.True(t, woke(w1, wait), "requeued")
 }
 

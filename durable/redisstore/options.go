@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
 // MaxShards is the largest shard count WithShards accepts.
@@ -24,7 +22,6 @@ type options struct {
 	allowEviction  bool
 	safetyPoll     time.Duration
 	startTimeout   time.Duration
-	retention      durable.Retention
 	replicas       int
 	replicaTimeout time.Duration
 }
@@ -35,7 +32,6 @@ func defaultOptions() options {
 		logger:       slog.New(slog.DiscardHandler),
 		safetyPoll:   DefaultSafetyPoll,
 		startTimeout: 10 * time.Second,
-		retention:    durable.DefaultRetention,
 	}
 }
 
@@ -50,7 +46,7 @@ func (o *options) check() error {
 	case o.startTimeout <= 0:
 		return fmt.Errorf("redisstore: WithStartTimeout(%v): the timeout must be positive", o.startTimeout)
 	}
-	return o.retention.Validate()
+	return nil
 }
 
 // WithShards spreads the queue over n hash tags, {queue:0} to {queue:n-1},
@@ -107,23 +103,11 @@ func WithStartTimeout(d time.Duration) Option {
 	return func(o *options) { o.startTimeout = d }
 }
 
-// Default dead-letter retention (see WithDeadLetterRetention): those of
-// package durable (durable.DefaultRetention).
-const (
-	DefaultDeadLetterCount = durable.DefaultDeadLetterCount
-	DefaultDeadLetterAge   = durable.DefaultDeadLetterAge
-)
-
-// WithDeadLetterRetention bounds the dead letters of the queue: when a
-// message dies, the oldest dead letters beyond
-// maxCount, and those dead for longer than maxAge, are deleted for good
-// (up to 100 at a time, which keeps up with any rate of deaths). Zero
-// means no limit of that kind. The defaults are DefaultDeadLetterCount
-// and DefaultDeadLetterAge: dead letters that nobody requeues would
-// otherwise grow until Redis, which must run with noeviction, refuses
-// every write of every queue. With shards, each shard keeps up to
-// maxCount/n (rounded up). Every store of a queue should use the same
-// retention; each applies its own when it trims.
+// WithDeadLetterRetention bounded the dead letters of the queue before the
+// queue decided it: it does nothing now.
+//
+// Deprecated: use durable.WithDeadLetterRetention on the queue, which
+// gives the bound to the store with each death (store.Retention).
 func WithDeadLetterRetention(maxCount int, maxAge time.Duration) Option {
-	return func(o *options) { o.retention = durable.Retention{MaxCount: maxCount, MaxAge: maxAge} }
+	return func(*options) {}
 }

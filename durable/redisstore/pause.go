@@ -2,7 +2,7 @@ package redisstore
 
 import "context"
 
-// SetPaused implements durable.Store: one script call per shard (see
+// SetPaused implements store.Store: one script call per shard (see
 // pauseScript), which sets or deletes the field "" of the shard's meta
 // hash; a resume that changes a shard publishes on its wake channel, so
 // that the receivers of every process claim again. With one shard it is

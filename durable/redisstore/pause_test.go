@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // TestPauseAcrossProcesses: two store handles on their own connections,
@@ -72,12 +73,12 @@ func TestPauseShards(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{}), msg("b", time.Time{}), msg("c", time.Time{}), msg("d", time.Time{})}))
 	require.NoError(t, s.SetPaused(ctx, true))
-	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Minute})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 10, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.True(t, c.Paused)
 	assert.Empty(t, c.Leases)
 	require.NoError(t, s.SetPaused(ctx, false))
-	c, err = s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Minute})
+	c, err = s.Claim(ctx, store.ClaimParams{Limit: 10, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.False(t, c.Paused)
 	assert.Len(t, c.Leases, 4)

@@ -10,7 +10,7 @@ import (
 )
 
 // ErrNotReplicated is returned by a write (Enqueue, Claim, Confirm, Ack,
-// Retry, Release, Extend, Cancel, Requeue) of a store made WithReplicas when
+// Retry, Extend, Cancel, Requeue) of a store made WithReplicas when
 // fewer replicas than asked confirmed it in time. The write is done on
 // the primary, and is not known to be on the replicas: a failover now may
 // lose it. An Enqueue or Cancel may be repeated (it is an upsert, or
@@ -38,7 +38,7 @@ func WithReplicas(n int, timeout time.Duration) Option {
 
 // readOnly reports whether sc writes nothing, and so needs no WAIT.
 func readOnly(sc *redis.Script) bool {
-	return sc == statsScript || sc == deadScript || sc == shardedScript || sc == getScript || sc == listScript
+	return sc == statsScript || sc == shardedScript || sc == getScript || sc == listScript
 }
 
 // node returns the client of the node that holds shard sh: the client

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // startReplicated starts a primary and a replica of it, on loopback
@@ -61,11 +62,11 @@ func TestFailoverKeepsWritesConfirmedByReplicas(t *testing.T) {
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: "batch-a"}, {ID: "batch-b"}}))
 	acked := map[string]bool{}
 	for range n / 2 {
-		c, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+		c, err := s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
 		l := c.Leases[0]
-		require.NoError(t, s.Ack(ctx, l.ID, l.Token))
+		require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
 		acked[l.ID] = true
 	}
 	primary.kill() // at once: no time to replicate anything late
@@ -75,7 +76,7 @@ func TestFailoverKeepsWritesConfirmedByReplicas(t *testing.T) {
 	st, err := s2.Stats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, durable.Stats{Pending: n - n/2 + 2, NextDue: st.NextDue}, st)
-	c, err := s2.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
+	c, err := s2.Claim(ctx, store.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
 	require.NoError(t, err)
 	got := map[string]bool{}
 	for _, l := range c.Leases {
@@ -103,7 +104,7 @@ func TestWritesFailWhenReplicasDoNotConfirm(t *testing.T) {
 	err := s.Enqueue(ctx, []durable.Message{{ID: "b"}})
 	require.ErrorIs(t, err, ErrNotReplicated)
 	assert.GreaterOrEqual(t, time.Since(began), 200*time.Millisecond)
-	_, err = s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+	_, err = s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 	require.ErrorIs(t, err, ErrNotReplicated)
 	_, err = s.Cancel(ctx, "b")
 	require.ErrorIs(t, err, ErrNotReplicated)

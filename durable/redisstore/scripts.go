@@ -324,7 +324,8 @@ return n
 //	ARGV[5]  handout   the most messages to hand out (state f)
 //	returns  {now, now+lease, next due, next deadline, {ID, payload,
 //	         attempt, token, due score, nanoseconds, last error, 1 if in
-//	         state a else 0, ...}, pending messages left due by the
+//	         state a else 0, ready, deadline, ...}, pending messages left
+//	         due by the
 //	         horizon, 1 if paused else 0}; a missing next due or deadline
 //	         is -1 (next due is -1 when paused)
 var claimScript = redis.NewScript(prelude + `
@@ -367,7 +368,10 @@ if limit > 0 then
         tok = tok + 1
         local ts = num(tok)
         local att = m.att + 1
-        zargs[#zargs + 1] = num(math.max(tonumber(due[2 * i]), now) + lease)
+        -- The claim's arithmetic, in one place: ready is the later of
+        -- the due time and now, and the deadline ready + lease.
+        local ready = math.max(tonumber(due[2 * i]), now)
+        zargs[#zargs + 1] = num(ready + lease)
         zargs[#zargs + 1] = ids[i]
         hargs[#hargs + 1] = ids[i]
         local st = 'f'
@@ -385,6 +389,8 @@ if limit > 0 then
         out[#out + 1] = member_ns(members[i])
         out[#out + 1] = errs[i] or ''
         out[#out + 1] = (st == 'a') and 1 or 0
+        out[#out + 1] = ready
+        out[#out + 1] = ready + lease
       end
     end
     if #zargs > 0 then
@@ -398,7 +404,7 @@ return {now, deadline, head(pending_key), head(inflight_key), out, redis.call('Z
 
 // retryScript ends the lease of an in-flight message, as the caller
 // decided (death, delay and error text are durable's rules, not the
-// script's). It serves Retry and Release.
+// script's). It serves Retry.
 //
 //	KEYS     the shard's (see above)
 //	ARGV[1]  id            the message's ID
@@ -584,37 +590,6 @@ if limit > 0 then
   end
 end
 return {now, head(pending_key), head(inflight_key), out, n}
-`)
-
-// deadScript reads dead messages in the order they died, stopping before
-// the message whose payload would take the payloads returned over
-// maxbytes (the first is always returned). It only reads.
-//
-//	KEYS     the shard's (see above)
-//	ARGV[1]  from      the rank of the first
-//	ARGV[2]  count     the most messages to return
-//	ARGV[3]  maxbytes  the most payload bytes to return
-//	returns  {ended, {ID, payload, time of death, ...}}, ended being 1 if
-//	         no dead message follows the ones returned
-var deadScript = redis.NewScript(prelude + `
-local from = tonumber(ARGV[1])
-local count = tonumber(ARGV[2])
-local maxbytes = tonumber(ARGV[3])
-local r = redis.call('ZRANGE', dead_key, from, from + count - 1, 'WITHSCORES')
-local out = {}
-local bytes = 0
-local n = #r / 2
-for i = 1, n do
-  local id = member_id(r[2 * i - 1])
-  local size = redis.call('HSTRLEN', payload_key, id)
-  if i > 1 and bytes + size > maxbytes then return {0, out} end
-  bytes = bytes + size
-  out[#out + 1] = id
-  out[#out + 1] = redis.call('HGET', payload_key, id) or ''
-  out[#out + 1] = r[2 * i]
-end
-if n < count then return {1, out} end
-return {0, out}
 `)
 
 // statsScript counts the shard's messages. It only reads.

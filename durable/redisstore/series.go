@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // The series of durable.Queue.Schedule: one hash, tw:{queue}:series, in
@@ -25,7 +25,7 @@ import (
 // script, which a cluster runs only on keys of one slot. A queue of one
 // shard keeps them all in its slot; on a single node, a script may use
 // keys of any slot.
-var ErrSeriesSharded = fmt.Errorf("redisstore: schedules on Redis Cluster need a queue of one shard: %w", durable.ErrSeriesUnsupported)
+var ErrSeriesSharded = fmt.Errorf("redisstore: schedules on Redis Cluster need a queue of one shard: %w", store.ErrSeriesUnsupported)
 
 // seriesKey is the hash of a queue's series.
 func seriesKey(queue string) string {
@@ -76,47 +76,47 @@ func parseNanos(v string) (time.Time, error) {
 }
 
 // decodeSeries reads the JSON the scripts write; raw "" is no series.
-func decodeSeries(name, raw string) (durable.Series, error) {
+func decodeSeries(name, raw string) (store.Series, error) {
 	if raw == "" {
-		return durable.Series{}, nil
+		return store.Series{}, nil
 	}
 	var st storedSeries
 	if err := json.Unmarshal([]byte(raw), &st); err != nil {
-		return durable.Series{}, fmt.Errorf("redisstore: series %q: %w", name, err)
+		return store.Series{}, fmt.Errorf("redisstore: series %q: %w", name, err)
 	}
 	last, err := parseNanos(st.Last)
 	if err != nil {
-		return durable.Series{}, fmt.Errorf("redisstore: series %q: last: %w", name, err)
+		return store.Series{}, fmt.Errorf("redisstore: series %q: last: %w", name, err)
 	}
 	next, err := parseNanos(st.Next)
 	if err != nil {
-		return durable.Series{}, fmt.Errorf("redisstore: series %q: next: %w", name, err)
+		return store.Series{}, fmt.Errorf("redisstore: series %q: next: %w", name, err)
 	}
-	return durable.Series{Name: name, Fingerprint: st.Fingerprint, Last: last, Next: next, Pending: st.Pending}, nil
+	return store.Series{Name: name, Fingerprint: st.Fingerprint, Last: last, Next: next, Pending: st.Pending}, nil
 }
 
-// AdvanceSeries implements durable.Store: one script call, the check, the
+// AdvanceSeries implements store.Store: one script call, the check, the
 // cancel, the message and the state together.
-func (s *Store) AdvanceSeries(ctx context.Context, p durable.SeriesStep) (durable.Series, bool, error) {
+func (s *Store) AdvanceSeries(ctx context.Context, p store.SeriesStep) (store.Series, bool, error) {
 	if p.Message.ID != "" {
 		if err := p.Message.Validate(); err != nil {
-			return durable.Series{}, false, err
+			return store.Series{}, false, err
 		}
 	}
 	keys, sh, err := s.seriesKeys(p.Message.ID, p.Cancel)
 	if err != nil {
-		return durable.Series{}, false, err
+		return store.Series{}, false, err
 	}
 	score, sub := dueArgs(p.Message.Due)
 	r, err := s.runKeys(ctx, seriesStepScript, sh, keys, p.Name, nanosArg(p.ExpectLast), p.ExpectFingerprint,
 		p.Fingerprint, nanosArg(p.Last), nanosArg(p.Next), p.Cancel,
 		p.Message.ID, p.Message.Payload, score, sub, fmt.Sprintf("%016x", rand.Uint64()))
 	if err != nil {
-		return durable.Series{}, false, wrap("advance series", err)
+		return store.Series{}, false, wrap("advance series", err)
 	}
 	out, ok := r.([]any)
 	if !ok || len(out) != 2 {
-		return durable.Series{}, false, fmt.Errorf("redisstore: advance series: unexpected reply %v", r)
+		return store.Series{}, false, fmt.Errorf("redisstore: advance series: unexpected reply %v", r)
 	}
 	applied, _ := out[0].(int64)
 	raw, _ := out[1].(string)
@@ -124,28 +124,28 @@ func (s *Store) AdvanceSeries(ctx context.Context, p durable.SeriesStep) (durabl
 	return sr, applied == 1 && err == nil, err
 }
 
-// Series implements durable.Store.
-func (s *Store) Series(ctx context.Context, name string) (durable.Series, error) {
+// Series implements store.Store.
+func (s *Store) Series(ctx context.Context, name string) (store.Series, error) {
 	if s.closed.Load() {
-		return durable.Series{}, durable.ErrClosed
+		return store.Series{}, store.ErrClosed
 	}
 	if _, _, err := s.seriesKeys("", ""); err != nil {
-		return durable.Series{}, err
+		return store.Series{}, err
 	}
 	raw, err := s.client.HGet(ctx, seriesKey(s.queue), name).Result()
 	if errors.Is(err, redis.Nil) {
-		return durable.Series{}, fmt.Errorf("%w: no series %q", durable.ErrNotFound, name)
+		return store.Series{}, fmt.Errorf("%w: no series %q", store.ErrNotFound, name)
 	}
 	if err != nil {
-		return durable.Series{}, wrap("series", err)
+		return store.Series{}, wrap("series", err)
 	}
 	return decodeSeries(name, raw)
 }
 
-// ListSeries implements durable.Store.
-func (s *Store) ListSeries(ctx context.Context) ([]durable.Series, error) {
+// ListSeries implements store.Store.
+func (s *Store) ListSeries(ctx context.Context) ([]store.Series, error) {
 	if s.closed.Load() {
-		return nil, durable.ErrClosed
+		return nil, store.ErrClosed
 	}
 	if _, _, err := s.seriesKeys("", ""); err != nil {
 		return nil, err
@@ -154,7 +154,7 @@ func (s *Store) ListSeries(ctx context.Context) ([]durable.Series, error) {
 	if err != nil {
 		return nil, wrap("list series", err)
 	}
-	out := make([]durable.Series, 0, len(all))
+	out := make([]store.Series, 0, len(all))
 	for name, raw := range all {
 		sr, err := decodeSeries(name, raw)
 		if err != nil {
@@ -162,17 +162,17 @@ func (s *Store) ListSeries(ctx context.Context) ([]durable.Series, error) {
 		}
 		out = append(out, sr)
 	}
-	slices.SortFunc(out, func(a, b durable.Series) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b store.Series) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-// DeleteSeries implements durable.Store: it reads the series, to know the
+// DeleteSeries implements store.Store: it reads the series, to know the
 // shard of its pending message, then deletes it with one script call,
 // which reads again and is done over if the series stepped meanwhile.
 func (s *Store) DeleteSeries(ctx context.Context, name string) (bool, error) {
 	for {
 		sr, err := s.Series(ctx, name)
-		if errors.Is(err, durable.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return false, nil
 		}
 		if err != nil {

@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/durable/storetest"
+	"github.com/seed64e23a5c/timingwheel/internal/leasetest"
 	"github.com/seed64e23a5c/timingwheel/internal/syncbuf"
 )
 
@@ -54,15 +56,15 @@ func testShards(t *testing.T, a, b *Store, now time.Time) {
 	assert.True(t, now.Add(-time.Hour).Equal(st.NextDue), "next due %v", st.NextDue)
 
 	// Claims of one each take everything due, from all shards.
-	var got []durable.Lease
+	var got []store.Lease
 	for range count / 2 {
-		c, err := b.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Minute})
+		c, err := b.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, 1)
 		got = append(got, c.Leases...)
 	}
 	// One large claim gets the rest, merged in due order.
-	c, err := b.Claim(ctx, durable.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
+	c, err := b.Claim(ctx, store.ClaimParams{Limit: MaxClaim, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, c.Leases, count-count/2)
 	assert.True(t, sort.SliceIsSorted(c.Leases, func(i, j int) bool { return c.Leases[i].Due.Before(c.Leases[j].Due) }))
@@ -87,19 +89,19 @@ func testShards(t *testing.T, a, b *Store, now time.Time) {
 	for i, l := range got {
 		switch i % 3 {
 		case 0:
-			require.NoError(t, a.Ack(ctx, l.ID, l.Token))
+			require.NoError(t, a.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
 		case 1:
-			require.NoError(t, a.Extend(ctx, l.ID, l.Token, time.Hour))
-			err := a.Retry(ctx, l.ID, l.Token, durable.RetryParams{Dead: true})
+			require.NoError(t, a.Extend(ctx, store.ExtendParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, By: time.Hour}))
+			err := a.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, Dead: true})
 			require.NoError(t, err)
 		}
 	}
-	dl, err := b.DeadLetters(ctx, 1000)
+	dl, err := leasetest.DeadLetters(ctx, b, 1000)
 	require.NoError(t, err)
 	assert.Len(t, dl, count/3)
 	assert.True(t, sort.SliceIsSorted(dl, func(i, j int) bool { return dl[i].Due.Before(dl[j].Due) }))
 	for _, m := range dl[:10] {
-		require.NoError(t, a.Requeue(ctx, m.ID, time.Time{}))
+		require.NoError(t, a.Requeue(ctx, store.RequeueParams{ID: m.ID, Due: time.Time{}}))
 	}
 	for _, m := range dl[10:20] {
 		ok, err := a.Cancel(ctx, m.ID)
@@ -128,7 +130,7 @@ func testShards(t *testing.T, a, b *Store, now time.Time) {
 	}
 	for i, l := range got {
 		if i%3 == 2 {
-			require.NoError(t, a.Extend(ctx, l.ID, l.Token, 0))
+			require.NoError(t, a.Extend(ctx, store.ExtendParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, By: 0}))
 		}
 	}
 	r, err = durable.Reap(ctx, b, 7, durable.RetryPolicy{MaxAttempts: 5})
@@ -252,7 +254,7 @@ func TestCluster(t *testing.T) {
 	ls := claimAll(t, one, time.Minute)
 	assert.Equal(t, []string{"x", "y"}, ids(ls))
 	for _, l := range ls {
-		require.NoError(t, one.Ack(ctx, l.ID, l.Token))
+		require.NoError(t, one.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 )
 
@@ -28,12 +28,10 @@ const (
 	// several in one MULTI/EXEC transaction.
 	maxEnqueueScript = 500
 	maxEnqueueBytes  = 4 << 20
-	// maxDeadPage is the most dead letters one script reads.
-	maxDeadPage = 1000
 )
 
 // maxReadBytes is about the most payload bytes a Claim returns, and a
-// script of Claim or DeadLetters reads: it stops before the message that
+// script of Claim or List reads: it stops before the message that
 // would take it over, unless that is its first. A variable for the tests.
 var maxReadBytes int64 = 4 << 20
 
@@ -54,7 +52,7 @@ var (
 	ErrQueueName = errors.New("redisstore: invalid queue name")
 )
 
-// Store is a durable.Store on Redis, shared by any number of queues in
+// Store is a store.Store on Redis, shared by any number of queues in
 // any number of processes. See the package documentation for its layout.
 type Store struct {
 	client  redis.UniversalClient
@@ -68,13 +66,13 @@ type Store struct {
 	wake   notifier
 	// The calls under way at once share round trips: the Enqueue calls,
 	// and the acks and confirmations of each shard.
-	enqueues *coalesce.Coalescer[[]durable.Message]
+	enqueues *coalesce.Coalescer[[]store.Message]
 	leases   []*coalesce.Coalescer[leaseArg]
 }
 
 var (
-	_ durable.Store    = (*Store)(nil)
-	_ durable.Notifier = (*Store)(nil)
+	_ store.Store    = (*Store)(nil)
+	_ store.Notifier = (*Store)(nil)
 )
 
 // New returns the store of the queue named queue on client, which may be a
@@ -156,7 +154,7 @@ func (s *Store) Queue() string { return s.queue }
 
 // Close stops the store's pub/sub connections and goroutines. It does not
 // close the client, nor delete anything. Methods called after it return
-// durable.ErrClosed.
+// store.ErrClosed.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
@@ -173,7 +171,7 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, sh int, args ...any) 
 // on a cluster.
 func (s *Store) runKeys(ctx context.Context, sc *redis.Script, sh int, keys []string, args ...any) (any, error) {
 	if s.closed.Load() {
-		return nil, durable.ErrClosed
+		return nil, store.ErrClosed
 	}
 	if s.opts.replicas == 0 || readOnly(sc) {
 		return sc.Run(ctx, s.client, keys, args...).Result()
@@ -204,7 +202,7 @@ func (s *Store) parallel(fn func(sh int) error) error {
 // wrap adds the operation to an error from Redis; the durable package's
 // errors pass unchanged.
 func wrap(op string, err error) error {
-	if err == nil || errors.Is(err, durable.ErrClosed) {
+	if err == nil || errors.Is(err, store.ErrClosed) {
 		return err
 	}
 	return fmt.Errorf("redisstore: %s: %w", op, err)

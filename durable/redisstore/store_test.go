@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
+	"github.com/seed64e23a5c/timingwheel/internal/leasetest"
 )
 
 var ctx = context.Background()
@@ -22,7 +24,7 @@ func TestEnqueueClaimAck(t *testing.T) {
 	before := redisNow(t, c)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 
-	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: 30 * time.Second})
+	cl, err := s.Claim(ctx, store.ClaimParams{Limit: 10, Lease: 30 * time.Second})
 	require.NoError(t, err)
 	require.Len(t, cl.Leases, 1)
 	l := cl.Leases[0]
@@ -44,8 +46,8 @@ func TestEnqueueClaimAck(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, durable.Stats{InFlight: 1}, st)
 
-	require.NoError(t, s.Ack(ctx, "a", l.Token))
-	assert.ErrorIs(t, s.Ack(ctx, "a", l.Token), durable.ErrLeaseLost)
+	require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: "a", Token: l.Token}))
+	assert.ErrorIs(t, s.Ack(ctx, store.LeaseRef{ID: "a", Token: l.Token}), durable.ErrLeaseLost)
 	st, err = s.Stats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, durable.Stats{}, st)
@@ -126,7 +128,7 @@ func TestNeverClaimedBeforeDue(t *testing.T) {
 	due := redisNow(t, c).Add(150*time.Millisecond + 123*time.Nanosecond)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", due), msg("later", due.Add(time.Hour))}))
 	for {
-		cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Minute})
+		cl, err := s.Claim(ctx, store.ClaimParams{Limit: 10, Lease: time.Minute})
 		require.NoError(t, err)
 		if len(cl.Leases) == 0 {
 			require.True(t, cl.Now.Before(due), "nothing claimed at %v, due %v", cl.Now, due)
@@ -163,18 +165,22 @@ func TestScoresInMicroseconds(t *testing.T) {
 	assert.Equal(t, time.UnixMicro(1_900_000_000_123_457), st.NextDue)
 }
 
-func TestDueClamped(t *testing.T) {
+// TestDueRange: the ends of store's time range are kept; a due time
+// beyond them is refused, and nothing is written.
+func TestDueRange(t *testing.T) {
 	s, c, _ := newTestStore(t)
-	require.NoError(t, s.Enqueue(ctx, []durable.Message{
-		msg("future", time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)),
-		msg("past", time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)),
-	}))
+	for _, due := range []time.Time{time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		err := s.Enqueue(ctx, []durable.Message{msg("x", due)})
+		require.ErrorIs(t, err, store.ErrInvalidMessage, "%v", due)
+	}
+	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("last", store.MaxTime), msg("first", store.MinTime)}))
 	ls := claimAll(t, s, time.Minute)
 	require.Len(t, ls, 1)
-	assert.Equal(t, "past", ls[0].ID)
-	assert.Equal(t, time.UnixMicro(0), ls[0].Due)
+	assert.Equal(t, "first", ls[0].ID)
+	assert.True(t, ls[0].Due.Equal(store.MinTime), "%v", ls[0].Due)
 	z, err := c.ZRangeWithScores(ctx, "tw:{q}:pending", 0, -1).Result()
 	require.NoError(t, err)
+	require.Len(t, z, 1)
 	assert.Equal(t, float64(maxMicros), z[0].Score)
 }
 
@@ -208,9 +214,9 @@ func TestUpsertInFlightRevokesLease(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, st.Pending)
 	assert.Equal(t, 0, st.InFlight)
-	assert.ErrorIs(t, s.Ack(ctx, "a", old.Token), durable.ErrLeaseLost)
-	assert.ErrorIs(t, s.Extend(ctx, "a", old.Token, time.Hour), durable.ErrLeaseLost)
-	err = s.Retry(ctx, "a", old.Token, durable.RetryParams{})
+	assert.ErrorIs(t, s.Ack(ctx, store.LeaseRef{ID: "a", Token: old.Token}), durable.ErrLeaseLost)
+	assert.ErrorIs(t, s.Extend(ctx, store.ExtendParams{Lease: store.LeaseRef{ID: "a", Token: old.Token}, By: time.Hour}), durable.ErrLeaseLost)
+	err = s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: "a", Token: old.Token}})
 	assert.ErrorIs(t, err, durable.ErrLeaseLost)
 
 	second := claimAll(t, s, time.Minute)
@@ -218,8 +224,8 @@ func TestUpsertInFlightRevokesLease(t *testing.T) {
 	assert.Equal(t, 1, second[0].Attempt, "the attempt count starts again")
 	assert.Greater(t, second[0].Token, old.Token)
 	assert.Equal(t, []byte("v2"), second[0].Payload)
-	assert.ErrorIs(t, s.Ack(ctx, "a", old.Token), durable.ErrLeaseLost)
-	require.NoError(t, s.Ack(ctx, "a", second[0].Token))
+	assert.ErrorIs(t, s.Ack(ctx, store.LeaseRef{ID: "a", Token: old.Token}), durable.ErrLeaseLost)
+	require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: "a", Token: second[0].Token}))
 }
 
 // TestEnqueueSentAgainKeepsALeaseTakenMeanwhile sends an Enqueue call
@@ -238,7 +244,7 @@ func TestEnqueueSentAgainKeepsALeaseTakenMeanwhile(t *testing.T) {
 		for sh := range shards {
 			msgs = append(msgs, msg(idsOfShard("a", shards, sh, 1)[0], time.Time{}))
 		}
-		var leases []durable.Lease
+		var leases []store.Lease
 		again := func() {
 			leases = waitClaim(t, consumer, time.Minute, len(msgs))
 		}
@@ -271,14 +277,14 @@ func TestEnqueueSentAgainKeepsALeaseTakenMeanwhile(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, len(msgs), st.InFlight, "%d shards", shards)
 		for _, l := range leases {
-			require.NoError(t, consumer.Ack(ctx, l.ID, l.Token), "%d shards: the lease holds", shards)
+			require.NoError(t, consumer.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token}), "%d shards: the lease holds", shards)
 		}
 
 		// A new call of the same message replaces it, as ever.
 		require.NoError(t, producer.Enqueue(ctx, msgs[:1]))
 		ls := waitClaim(t, consumer, time.Minute, 1)
 		require.NoError(t, producer.Enqueue(ctx, msgs[:1]))
-		assert.ErrorIs(t, consumer.Ack(ctx, ls[0].ID, ls[0].Token), durable.ErrLeaseLost)
+		assert.ErrorIs(t, consumer.Ack(ctx, store.LeaseRef{ID: ls[0].ID, Token: ls[0].Token}), durable.ErrLeaseLost)
 	}
 }
 
@@ -319,7 +325,7 @@ func TestTokensNeverReused(t *testing.T) {
 		assert.Greater(t, ls[0].Token, last)
 		last = ls[0].Token
 		if last%2 == 0 {
-			require.NoError(t, s.Ack(ctx, "a", last))
+			require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: "a", Token: last}))
 		}
 	}
 }
@@ -328,10 +334,10 @@ func TestUpsertDead(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 	ls := claimAll(t, s, time.Minute)
-	err := s.Retry(ctx, "a", ls[0].Token, durable.RetryParams{Dead: true})
+	err := s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: "a", Token: ls[0].Token}, Dead: true})
 	require.NoError(t, err)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
-	dl, err := s.DeadLetters(ctx, 10)
+	dl, err := leasetest.DeadLetters(ctx, s, 10)
 	require.NoError(t, err)
 	assert.Empty(t, dl)
 	ls = claimAll(t, s, time.Minute)
@@ -348,7 +354,7 @@ func TestFencing(t *testing.T) {
 	time.Sleep(30 * time.Millisecond)
 
 	// b's lease expired but nobody took it: its ack still holds.
-	require.NoError(t, s.Ack(ctx, "b", ls[1].Token))
+	require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: "b", Token: ls[1].Token}))
 
 	// a's lease expired and was reaped and claimed again.
 	r, err := durable.Reap(ctx, s, 10, policy)
@@ -359,22 +365,22 @@ func TestFencing(t *testing.T) {
 	assert.Equal(t, 2, again[0].Attempt)
 	assert.Greater(t, again[0].Token, ls[0].Token)
 
-	assert.ErrorIs(t, s.Ack(ctx, "a", ls[0].Token), durable.ErrLeaseLost)
-	assert.ErrorIs(t, s.Extend(ctx, "a", ls[0].Token, time.Hour), durable.ErrLeaseLost)
-	err = s.Retry(ctx, "a", ls[0].Token, durable.RetryParams{})
+	assert.ErrorIs(t, s.Ack(ctx, store.LeaseRef{ID: "a", Token: ls[0].Token}), durable.ErrLeaseLost)
+	assert.ErrorIs(t, s.Extend(ctx, store.ExtendParams{Lease: store.LeaseRef{ID: "a", Token: ls[0].Token}, By: time.Hour}), durable.ErrLeaseLost)
+	err = s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: "a", Token: ls[0].Token}})
 	assert.ErrorIs(t, err, durable.ErrLeaseLost)
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 1, st.InFlight, "stale tokens changed nothing")
-	require.NoError(t, s.Ack(ctx, "a", again[0].Token))
-	assert.ErrorIs(t, s.Ack(ctx, "missing", 1), durable.ErrLeaseLost)
+	require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: "a", Token: again[0].Token}))
+	assert.ErrorIs(t, s.Ack(ctx, store.LeaseRef{ID: "missing", Token: 1}), durable.ErrLeaseLost)
 }
 
 func TestRetry(t *testing.T) {
 	s, c, _ := newTestStore(t)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 	ls := claimAll(t, s, time.Minute)
-	err := s.Retry(ctx, "a", ls[0].Token, durable.RetryParams{After: 150 * time.Millisecond})
+	err := s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: "a", Token: ls[0].Token}, After: 150 * time.Millisecond})
 	require.NoError(t, err)
 	after := redisNow(t, c)
 	st, err := s.Stats(ctx)
@@ -387,16 +393,16 @@ func TestRetry(t *testing.T) {
 	ls = claimAll(t, s, time.Minute)
 	require.Len(t, ls, 1)
 	assert.Equal(t, 2, ls[0].Attempt)
-	err = s.Retry(ctx, "a", ls[0].Token, durable.RetryParams{})
+	err = s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: "a", Token: ls[0].Token}})
 	require.NoError(t, err)
 	ls = claimAll(t, s, time.Minute)
 	require.Len(t, ls, 1)
 	assert.Equal(t, 3, ls[0].Attempt)
 
 	before := redisNow(t, c)
-	err = s.Retry(ctx, "a", ls[0].Token, durable.RetryParams{Dead: true}) // attempt 3 of 3
+	err = s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: "a", Token: ls[0].Token}, Dead: true}) // attempt 3 of 3
 	require.NoError(t, err)
-	dl, err := s.DeadLetters(ctx, 10)
+	dl, err := leasetest.DeadLetters(ctx, s, 10)
 	require.NoError(t, err)
 	require.Len(t, dl, 1)
 	assert.Equal(t, "a", dl[0].ID)
@@ -412,13 +418,13 @@ func TestExtend(t *testing.T) {
 	policy := durable.RetryPolicy{MaxAttempts: 10}
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}))
 	ls := claimAll(t, s, 50*time.Millisecond)
-	require.NoError(t, s.Extend(ctx, "a", ls[0].Token, time.Hour))
+	require.NoError(t, s.Extend(ctx, store.ExtendParams{Lease: store.LeaseRef{ID: "a", Token: ls[0].Token}, By: time.Hour}))
 	time.Sleep(60 * time.Millisecond)
 	r, err := durable.Reap(ctx, s, 10, policy)
 	require.NoError(t, err)
 	assert.Zero(t, r.Returned)
 	assert.WithinDuration(t, r.Now.Add(time.Hour), r.NextDeadline, time.Second)
-	require.NoError(t, s.Ack(ctx, "a", ls[0].Token))
+	require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: "a", Token: ls[0].Token}))
 }
 
 func TestReapBackoffAndDeath(t *testing.T) {
@@ -450,7 +456,7 @@ func TestReapBackoffAndDeath(t *testing.T) {
 			assert.Equal(t, durable.Reaped{Dead: 1, Now: r.Now}, r)
 		}
 	}
-	dl, err := s.DeadLetters(ctx, 10)
+	dl, err := leasetest.DeadLetters(ctx, s, 10)
 	require.NoError(t, err)
 	require.Len(t, dl, 1)
 	st, err := s.Stats(ctx)
@@ -494,17 +500,17 @@ func TestClaimLimit(t *testing.T) {
 		msgs = append(msgs, msg(id, time.Time{}))
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	c, err := s.Claim(ctx, durable.ClaimParams{Limit: 0, Lease: time.Minute})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 0, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Empty(t, c.Leases)
 	assert.False(t, c.NextDue.After(c.Now))
-	c, err = s.Claim(ctx, durable.ClaimParams{Limit: 7, Lease: time.Minute})
+	c, err = s.Claim(ctx, store.ClaimParams{Limit: 7, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, c.Leases, 7)
-	c, err = s.Claim(ctx, durable.ClaimParams{Limit: 1_000_000, Lease: time.Minute})
+	c, err = s.Claim(ctx, store.ClaimParams{Limit: 1_000_000, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, c.Leases, MaxClaim)
-	c, err = s.Claim(ctx, durable.ClaimParams{Limit: 1_000_000, Lease: time.Minute})
+	c, err = s.Claim(ctx, store.ClaimParams{Limit: 1_000_000, Lease: time.Minute})
 	require.NoError(t, err)
 	assert.Len(t, c.Leases, n-MaxClaim-7)
 	assert.True(t, c.NextDue.IsZero())
@@ -515,19 +521,19 @@ func TestRequeue(t *testing.T) {
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{}), msg("b", time.Time{})}))
 	ls := claimAll(t, s, time.Minute)
 	for _, l := range ls {
-		err := s.Retry(ctx, l.ID, l.Token, durable.RetryParams{Dead: true})
+		err := s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, Dead: true})
 		require.NoError(t, err)
 	}
 	due := redisNow(t, c).Add(time.Hour + 7*time.Nanosecond)
-	require.NoError(t, s.Requeue(ctx, "a", due))
-	require.NoError(t, s.Requeue(ctx, "b", time.Time{}))
-	assert.ErrorIs(t, s.Requeue(ctx, "b", time.Time{}), durable.ErrNotFound, "b is pending")
-	assert.ErrorIs(t, s.Requeue(ctx, "missing", time.Time{}), durable.ErrNotFound)
+	require.NoError(t, s.Requeue(ctx, store.RequeueParams{ID: "a", Due: due}))
+	require.NoError(t, s.Requeue(ctx, store.RequeueParams{ID: "b", Due: time.Time{}}))
+	assert.ErrorIs(t, s.Requeue(ctx, store.RequeueParams{ID: "b", Due: time.Time{}}), durable.ErrNotFound, "b is pending")
+	assert.ErrorIs(t, s.Requeue(ctx, store.RequeueParams{ID: "missing", Due: time.Time{}}), durable.ErrNotFound)
 	got := claimAll(t, s, time.Minute)
 	require.Len(t, got, 1)
 	assert.Equal(t, "b", got[0].ID)
 	assert.Equal(t, 1, got[0].Attempt, "the attempt count starts again")
-	assert.ErrorIs(t, s.Requeue(ctx, "b", time.Time{}), durable.ErrNotFound, "b is in flight")
+	assert.ErrorIs(t, s.Requeue(ctx, store.RequeueParams{ID: "b", Due: time.Time{}}), durable.ErrNotFound, "b is in flight")
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, durable.Stats{Pending: 1, InFlight: 1, NextDue: due.Truncate(time.Microsecond).Add(time.Microsecond)}, st)
@@ -537,7 +543,7 @@ func TestCancel(t *testing.T) {
 	s, _, _ := newTestStore(t)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("flight", time.Time{}), msg("dead", time.Time{})}))
 	ls := claimAll(t, s, time.Minute)
-	err := s.Retry(ctx, "dead", ls[1].Token, durable.RetryParams{Dead: true})
+	err := s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: "dead", Token: ls[1].Token}, Dead: true})
 	require.NoError(t, err)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("pending", time.Now().Add(time.Hour))}))
 
@@ -560,7 +566,7 @@ func TestCancel(t *testing.T) {
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, durable.Stats{InFlight: 1}, st)
-	require.NoError(t, s.Ack(ctx, "flight", ls[0].Token))
+	require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: "flight", Token: ls[0].Token}))
 }
 
 func TestDeadLettersOrder(t *testing.T) {
@@ -573,20 +579,20 @@ func TestDeadLettersOrder(t *testing.T) {
 	ls := claimAll(t, s, time.Minute)
 	// They die in this order, mostly within one microsecond.
 	for _, i := range []int{2, 0, 3, 1} {
-		err := s.Retry(ctx, ls[i].ID, ls[i].Token, durable.RetryParams{Dead: true})
+		err := s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: ls[i].ID, Token: ls[i].Token}, Dead: true})
 		require.NoError(t, err)
 	}
-	dl, err := s.DeadLetters(ctx, 10)
+	dl, err := leasetest.DeadLetters(ctx, s, 10)
 	require.NoError(t, err)
 	var got []string
 	for _, m := range dl {
 		got = append(got, m.ID)
 	}
 	assert.Equal(t, []string{"b", "c", "d", "a"}, got)
-	dl, err = s.DeadLetters(ctx, 2)
+	dl, err = leasetest.DeadLetters(ctx, s, 2)
 	require.NoError(t, err)
 	assert.Len(t, dl, 2)
-	dl, err = s.DeadLetters(ctx, 0)
+	dl, err = leasetest.DeadLetters(ctx, s, 0)
 	require.NoError(t, err)
 	assert.Empty(t, dl)
 }
@@ -648,19 +654,19 @@ func TestClosed(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close())
 	assert.ErrorIs(t, s.Enqueue(ctx, []durable.Message{msg("a", time.Time{})}), durable.ErrClosed)
-	_, err := s.Claim(ctx, durable.ClaimParams{Limit: 1, Lease: time.Second})
+	_, err := s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Second})
 	assert.ErrorIs(t, err, durable.ErrClosed)
-	assert.ErrorIs(t, s.Ack(ctx, "a", 1), durable.ErrClosed)
-	err = s.Retry(ctx, "a", 1, durable.RetryParams{Dead: true})
+	assert.ErrorIs(t, s.Ack(ctx, store.LeaseRef{ID: "a", Token: 1}), durable.ErrClosed)
+	err = s.Retry(ctx, store.RetryParams{Lease: store.LeaseRef{ID: "a", Token: 1}, Dead: true})
 	assert.ErrorIs(t, err, durable.ErrClosed)
-	assert.ErrorIs(t, s.Extend(ctx, "a", 1, time.Second), durable.ErrClosed)
+	assert.ErrorIs(t, s.Extend(ctx, store.ExtendParams{Lease: store.LeaseRef{ID: "a", Token: 1}, By: time.Second}), durable.ErrClosed)
 	_, err = s.Cancel(ctx, "a")
 	assert.ErrorIs(t, err, durable.ErrClosed)
 	_, err = durable.Reap(ctx, s, 1, durable.RetryPolicy{})
 	assert.ErrorIs(t, err, durable.ErrClosed)
-	_, err = s.DeadLetters(ctx, 1)
+	_, err = leasetest.DeadLetters(ctx, s, 1)
 	assert.ErrorIs(t, err, durable.ErrClosed)
-	assert.ErrorIs(t, s.Requeue(ctx, "a", time.Time{}), durable.ErrClosed)
+	assert.ErrorIs(t, s.Requeue(ctx, store.RequeueParams{ID: "a", Due: time.Time{}}), durable.ErrClosed)
 	_, err = s.Stats(ctx)
 	assert.ErrorIs(t, err, durable.ErrClosed)
 	closedWakeups, stop := s.Wakeups()
@@ -722,7 +728,7 @@ func TestRedisDown(t *testing.T) {
 	err := s.Enqueue(short, []durable.Message{msg("a", time.Time{})})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "redisstore: enqueue")
-	_, err = s.Claim(short, durable.ClaimParams{Limit: 1, Lease: time.Second})
+	_, err = s.Claim(short, store.ClaimParams{Limit: 1, Lease: time.Second})
 	require.Error(t, err)
 }
 
@@ -734,7 +740,7 @@ func TestClaimAhead(t *testing.T) {
 	soon, later := now.Add(30*time.Second), now.Add(2*time.Minute)
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{msg("now", time.Time{}), msg("soon", soon), msg("later", later)}))
 
-	cl, err := s.Claim(ctx, durable.ClaimParams{Limit: 10, Lease: time.Second, Ahead: time.Minute})
+	cl, err := s.Claim(ctx, store.ClaimParams{Limit: 10, Lease: time.Second, Ahead: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, cl.Leases, 2)
 	assert.Equal(t, "now", cl.Leases[0].ID)

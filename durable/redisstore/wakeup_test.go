@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // TestQueueCloseReleasesWakeups: a queue's channel of Wakeups goes with
@@ -37,7 +38,7 @@ type countingStore struct {
 	claims atomic.Int64
 }
 
-func (s *countingStore) Claim(ctx context.Context, p durable.ClaimParams) (durable.Claimed, error) {
+func (s *countingStore) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, error) {
 	s.claims.Add(1)
 	return s.Store.Claim(ctx, p)
 }

@@ -8,10 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
 var claimRules = []rule{
@@ -25,7 +24,7 @@ var claimRules = []rule{
 		require.Equal(e.t, "payload of a", string(l.Payload))
 		require.Empty(e.t, l.LastError)
 		info := e.get("a")
-		require.Equal(e.t, durable.InFlight, info.State)
+		require.Equal(e.t, store.InFlight, info.State)
 		require.Equal(e.t, 1, info.Attempt)
 		e.requireCounts(0, 1, 0)
 	}},
@@ -50,7 +49,7 @@ var claimRules = []rule{
 		}
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			var c durable.Claimed
+			var c store.Claimed
 			_, after := e.around(func() { c = e.claim(claimArgs{Limit: 10, Lease: time.Minute}) })
 			if len(c.Leases) > 0 {
 				require.Equal(e.t, "soon", c.Leases[0].ID)
@@ -75,7 +74,7 @@ var claimRules = []rule{
 		// Deadline = max(due, now) + lease and Ready = max(due, now).
 		past, future := e.past(), e.now().Add(30*time.Second)
 		e.enqueue(msg("past", past), msg("future", future))
-		var c durable.Claimed
+		var c store.Claimed
 		before, after := e.around(func() { c = e.claim(claimArgs{Limit: 2, Lease: 10 * time.Second, Ahead: time.Minute}) })
 		require.Len(e.t, c.Leases, 2)
 		p, f := c.Leases[0], c.Leases[1]
@@ -106,7 +105,7 @@ var claimRules = []rule{
 		for _, id := range []string{"e", "c", "a", "d", "b"} {
 			e.enqueue(msg(id, dues[id]))
 		}
-		var got []durable.Lease
+		var got []store.Lease
 		for range dues {
 			c := e.claim(claimArgs{Limit: 1, Lease: time.Minute})
 			require.Len(e.t, c.Leases, 1)
@@ -124,7 +123,7 @@ var claimRules = []rule{
 	}},
 	{"EqualDueKeepsWriteOrder", func(e *env) {
 		due := e.past()
-		var batch []durable.Message
+		var batch []store.Message
 		want := seqIDs("z", 20)
 		for _, id := range want {
 			batch = append(batch, msg(id, due))
@@ -142,23 +141,23 @@ var claimRules = []rule{
 		e.requireOrder([]string{"y", "x", "w"}, ids(ls), "due now")
 
 		// Retries make messages pending in the order of the Retries.
-		byID := make(map[string]durable.Lease)
+		byID := make(map[string]store.Lease)
 		for _, l := range ls {
 			byID[l.ID] = l
 		}
 		for _, id := range []string{"w", "y", "x"} {
-			e.retry(byID[id], durable.RetryParams{})
+			e.retry(byID[id], store.RetryParams{})
 		}
 		e.requireOrder([]string{"w", "y", "x"}, ids(e.claimAll(time.Minute)), "the order of the Retries")
 	}},
 	{"HeldWaitForConfirm", func(e *env) {
 		due := e.past()
 		for _, id := range []string{"h0", "h1", "h2", "h3", "h4", "h5"} {
-			e.enqueue(durable.Message{ID: id, Payload: []byte("v1"), Due: due})
+			e.enqueue(store.Message{ID: id, Payload: []byte("v1"), Due: due})
 		}
 		c := e.claim(claimArgs{Limit: 6, Held: 4, Lease: time.Minute})
 		require.Len(e.t, c.Leases, 6)
-		var handed, held []durable.Lease
+		var handed, held []store.Lease
 		for _, l := range c.Leases {
 			if l.Ahead {
 				held = append(held, l)
@@ -170,19 +169,19 @@ var claimRules = []rule{
 		require.GreaterOrEqual(e.t, len(held), 4)
 		for _, l := range handed {
 			_, err := e.s.Cancel(e.ctx, l.ID)
-			require.ErrorIs(e.t, err, durable.ErrInFlight, "%s: handed out by the claim", l.ID)
+			require.ErrorIs(e.t, err, store.ErrInFlight, "%s: handed out by the claim", l.ID)
 			e.ack(l)
 		}
 		require.True(e.t, e.cancel(held[0].ID), "a held message no consumer was handed is cancelled")
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, held[0].ID, held[0].Token), durable.ErrLeaseLost)
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: held[0].ID, Token: held[0].Token}), store.ErrLeaseLost)
 
-		e.enqueue(durable.Message{ID: held[1].ID, Payload: []byte("v2"), Due: due})
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, held[1].ID, held[1].Token), durable.ErrLeaseLost,
+		e.enqueue(store.Message{ID: held[1].ID, Payload: []byte("v2"), Due: due})
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: held[1].ID, Token: held[1].Token}), store.ErrLeaseLost,
 			"the replaced version is never handed out")
 		for _, l := range held[2:] {
-			require.NoError(e.t, e.s.Confirm(e.ctx, l.ID, l.Token))
+			require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
 			_, err := e.s.Cancel(e.ctx, l.ID)
-			require.ErrorIs(e.t, err, durable.ErrInFlight, "%s: confirmed, so handed out", l.ID)
+			require.ErrorIs(e.t, err, store.ErrInFlight, "%s: confirmed, so handed out", l.ID)
 			e.ack(l)
 		}
 		ls := e.claimAll(time.Minute)
@@ -205,7 +204,7 @@ var claimRules = []rule{
 				handed = append(handed, l.ID)
 			}
 		}
-		if _, ok := e.s.(durable.ShardedOrder); ok {
+		if _, ok := e.s.(store.ShardedOrder); ok {
 			// Each shard hands out its share: fewer than limit-held
 			// at worst, never more, and the earliest of its shard.
 			require.LessOrEqual(e.t, len(handed), 2, "at most limit-held")
@@ -251,7 +250,7 @@ var claimRules = []rule{
 	{"ConcurrentClaimersNeverShare", func(e *env) {
 		const n, claimers = 1000, 8
 		due := e.past()
-		var msgs []durable.Message
+		var msgs []store.Message
 		for _, id := range seqIDs("m", n) {
 			msgs = append(msgs, msg(id, due))
 		}
@@ -289,10 +288,10 @@ var claimRules = []rule{
 var confirmRules = []rule{
 	{"HandsOutALeaseClaimedAhead", func(e *env) {
 		l := e.claimAhead("a", "v1")
-		require.NoError(e.t, e.s.Confirm(e.ctx, "a", l.Token))
-		require.NoError(e.t, e.s.Confirm(e.ctx, "a", l.Token), "confirming again is harmless")
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}))
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}), "confirming again is harmless")
 		found, err := e.s.Cancel(e.ctx, "a")
-		require.ErrorIs(e.t, err, durable.ErrInFlight, "handed out: no longer cancelled")
+		require.ErrorIs(e.t, err, store.ErrInFlight, "handed out: no longer cancelled")
 		require.False(e.t, found)
 		e.ack(l)
 		e.requireCounts(0, 0, 0)
@@ -300,25 +299,25 @@ var confirmRules = []rule{
 	{"ReplacedIsNeverHandedOut", func(e *env) {
 		old := e.claimAhead("a", "v1")
 		l := e.claimAhead("a", "v2")
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, "a", old.Token), durable.ErrLeaseLost, "the replaced version")
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: old.Token}), store.ErrLeaseLost, "the replaced version")
 		require.Equal(e.t, "v2", string(l.Payload))
 		require.Equal(e.t, 1, l.Attempt, "the new version starts at attempt 1")
-		require.NoError(e.t, e.s.Confirm(e.ctx, "a", l.Token))
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}))
 		e.ack(l)
 	}},
 	{"ReleasedFails", func(e *env) {
 		l := e.claimAhead("a", "v1")
-		e.retry(l, durable.RetryParams{})
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, "a", l.Token), durable.ErrLeaseLost)
+		e.retry(l, store.RetryParams{})
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}), store.ErrLeaseLost)
 		require.True(e.t, e.cancel("a"), "pending again")
 	}},
 	{"ACurrentLeaseConfirms", func(e *env) {
 		e.enqueue(msg("a", e.past()))
 		l := e.claimOne("a", time.Minute)
-		require.NoError(e.t, e.s.Confirm(e.ctx, "a", l.Token), "handed out by the claim, and current")
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}), "handed out by the claim, and current")
 		e.ack(l)
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, "a", l.Token), durable.ErrLeaseLost, "acked")
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, "nothing", 1), durable.ErrLeaseLost, "no such message")
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}), store.ErrLeaseLost, "acked")
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "nothing", Token: 1}), store.ErrLeaseLost, "no such message")
 	}},
 	{"ExactlyOneOfConfirmAndCancel", func(e *env) {
 		confirmed, cancelled := 0, 0
@@ -329,15 +328,15 @@ var confirmRules = []rule{
 				confirmErr, cancelErr error
 				found                 bool
 			)
-			race(func() { confirmErr = e.s.Confirm(e.ctx, id, l.Token) },
+			race(func() { confirmErr = e.s.Confirm(e.ctx, store.LeaseRef{ID: id, Token: l.Token}) },
 				func() { found, cancelErr = e.s.Cancel(e.ctx, id) })
 			switch {
 			case confirmErr == nil:
-				require.ErrorIs(e.t, cancelErr, durable.ErrInFlight, "%s: confirmed, then cancelled", id)
+				require.ErrorIs(e.t, cancelErr, store.ErrInFlight, "%s: confirmed, then cancelled", id)
 				require.False(e.t, found)
 				e.ack(l)
 				confirmed++
-			case errors.Is(confirmErr, durable.ErrLeaseLost):
+			case errors.Is(confirmErr, store.ErrLeaseLost):
 				require.NoError(e.t, cancelErr, "%s: neither won", id)
 				require.True(e.t, found, "%s: neither won", id)
 				cancelled++
@@ -357,21 +356,21 @@ var confirmRules = []rule{
 			id := fmt.Sprintf("race%d", i)
 			l := e.claimAhead(id, "v1")
 			var confirmErr, enqueueErr error
-			race(func() { confirmErr = e.s.Confirm(e.ctx, id, l.Token) },
+			race(func() { confirmErr = e.s.Confirm(e.ctx, store.LeaseRef{ID: id, Token: l.Token}) },
 				func() {
-					enqueueErr = e.s.Enqueue(e.ctx, []durable.Message{{ID: id, Payload: []byte("v2"), Due: e.now().Add(time.Hour)}})
+					enqueueErr = e.s.Enqueue(e.ctx, []store.Message{{ID: id, Payload: []byte("v2"), Due: e.now().Add(time.Hour)}})
 				})
 			require.NoError(e.t, enqueueErr)
 			// Either way the new version is pending and the old lease is
 			// gone: confirmed, it was handed out and then replaced.
 			info := e.get(id)
-			require.Equal(e.t, durable.Pending, info.State, id)
+			require.Equal(e.t, store.Pending, info.State, id)
 			require.Equal(e.t, "v2", string(info.Payload), id)
-			require.ErrorIs(e.t, e.s.Ack(e.ctx, id, l.Token), durable.ErrLeaseLost, id)
+			require.ErrorIs(e.t, e.s.Ack(e.ctx, store.LeaseRef{ID: id, Token: l.Token}), store.ErrLeaseLost, id)
 			switch {
 			case confirmErr == nil:
 				confirmed++
-			case errors.Is(confirmErr, durable.ErrLeaseLost):
+			case errors.Is(confirmErr, store.ErrLeaseLost):
 				replaced++
 			default:
 				require.NoError(e.t, confirmErr)
@@ -395,6 +394,6 @@ func race(a, b func()) {
 }
 
 // sortedBy reports whether infos are in order of the instant at gives.
-func sortedBy(infos []durable.Info, at func(durable.Info) time.Time) bool {
-	return slices.IsSortedFunc(infos, func(a, b durable.Info) int { return at(a).Compare(at(b)) })
+func sortedBy(infos []store.Info, at func(store.Info) time.Time) bool {
+	return slices.IsSortedFunc(infos, func(a, b store.Info) int { return at(a).Compare(at(b)) })
 }

@@ -7,20 +7,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
 var enqueueRules = []rule{
 	{"ReplacesPending", func(e *env) {
 		due := e.past()
-		before, after := e.around(func() { e.enqueue(durable.Message{ID: "a", Payload: []byte("v1"), Due: due}) })
+		before, after := e.around(func() { e.enqueue(store.Message{ID: "a", Payload: []byte("v1"), Due: due}) })
 		first := e.get("a").EnqueuedAt
 		e.requireBetween(first, before, after, "EnqueuedAt of a new message")
 		e.advance(time.Millisecond) // so that a new EnqueuedAt would differ
-		e.enqueue(durable.Message{ID: "a", Payload: []byte("v2"), Due: due.Add(time.Millisecond)})
-		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("v2"), State: durable.Pending,
+		e.enqueue(store.Message{ID: "a", Payload: []byte("v2"), Due: due.Add(time.Millisecond)})
+		require.Equal(e.t, utc(store.Info{ID: "a", Payload: []byte("v2"), State: store.Pending,
 			Due: due.Add(time.Millisecond), EnqueuedAt: first}), utc(e.get("a")),
 			"the new payload and due time; EnqueuedAt kept")
 		e.requireCounts(1, 0, 0)
@@ -29,14 +28,14 @@ var enqueueRules = []rule{
 		require.Equal(e.t, "v2", string(ls[0].Payload))
 	}},
 	{"ReplacesInFlight", func(e *env) {
-		e.enqueue(durable.Message{ID: "a", Payload: []byte("v1"), Due: e.past()})
+		e.enqueue(store.Message{ID: "a", Payload: []byte("v1"), Due: e.past()})
 		first := e.get("a").EnqueuedAt
-		e.retry(e.claimOne("a", time.Minute), durable.RetryParams{Error: "boom"})
+		e.retry(e.claimOne("a", time.Minute), store.RetryParams{Error: "boom"})
 		l := e.claimOne("a", time.Minute)
 		require.Equal(e.t, 2, l.Attempt)
 		e.advance(time.Millisecond) // so that a new EnqueuedAt would differ
-		e.enqueue(durable.Message{ID: "a", Payload: []byte("v2"), Due: e.past()})
-		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("v2"), State: durable.Pending,
+		e.enqueue(store.Message{ID: "a", Payload: []byte("v2"), Due: e.past()})
+		require.Equal(e.t, utc(store.Info{ID: "a", Payload: []byte("v2"), State: store.Pending,
 			Due: e.get("a").Due, EnqueuedAt: first}), utc(e.get("a")),
 			"pending again, attempts from zero, LastError cleared, EnqueuedAt kept")
 		e.requireLost(l, "on the replaced version")
@@ -51,11 +50,11 @@ var enqueueRules = []rule{
 		e.kill("a")
 		first := e.get("a").EnqueuedAt
 		e.advance(time.Millisecond)
-		e.enqueue(durable.Message{ID: "a", Payload: []byte("v2"), Due: e.past()})
+		e.enqueue(store.Message{ID: "a", Payload: []byte("v2"), Due: e.past()})
 		info := e.get("a")
-		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("v2"), State: durable.Pending,
+		require.Equal(e.t, utc(store.Info{ID: "a", Payload: []byte("v2"), State: store.Pending,
 			Due: info.Due, EnqueuedAt: first}), utc(info))
-		dl, err := e.s.DeadLetters(e.ctx, 10)
+		dl, err := e.deadLetters(10)
 		require.NoError(e.t, err)
 		require.Empty(e.t, dl)
 		e.requireCounts(1, 0, 0)
@@ -71,8 +70,8 @@ var enqueueRules = []rule{
 		// The Store doc does not say; both stores of the module write
 		// such a batch as two Enqueues would.
 		due := e.past()
-		e.enqueue(durable.Message{ID: "a", Payload: []byte("v1"), Due: due}, msg("b", due),
-			durable.Message{ID: "a", Payload: []byte("v2"), Due: due})
+		e.enqueue(store.Message{ID: "a", Payload: []byte("v1"), Due: due}, msg("b", due),
+			store.Message{ID: "a", Payload: []byte("v2"), Due: due})
 		e.requireCounts(2, 0, 0)
 		require.Equal(e.t, "v2", string(e.get("a").Payload))
 		ls := e.claimAll(time.Minute)
@@ -92,7 +91,7 @@ var enqueueRules = []rule{
 			wg.Go(func() {
 				<-start
 				p := []byte(strconv.Itoa(g))
-				errs[g] = e.s.Enqueue(e.ctx, []durable.Message{
+				errs[g] = e.s.Enqueue(e.ctx, []store.Message{
 					{ID: fmt.Sprintf("own%02d", g), Payload: p, Due: due},
 					{ID: fmt.Sprintf("shared%d", g%shared), Payload: p, Due: due},
 				})
@@ -112,27 +111,27 @@ var enqueueRules = []rule{
 		require.Len(e.t, e.claimAll(time.Minute), callers+shared, "one message an ID")
 	}},
 	{"InvalidBatchWritesNothing", func(e *env) {
-		e.enqueue(durable.Message{ID: "kept", Payload: []byte("v0"), Due: e.past()})
-		for name, bad := range map[string]durable.Message{
+		e.enqueue(store.Message{ID: "kept", Payload: []byte("v0"), Due: e.past()})
+		for name, bad := range map[string]store.Message{
 			"empty ID":     {ID: ""},
-			"long ID":      {ID: strings.Repeat("x", durable.MaxIDLen+1)},
-			"long payload": {ID: "big", Payload: make([]byte, durable.MaxPayloadLen+1)},
+			"long ID":      {ID: strings.Repeat("x", store.MaxIDLen+1)},
+			"long payload": {ID: "big", Payload: make([]byte, store.MaxPayloadLen+1)},
 		} {
-			err := e.s.Enqueue(e.ctx, []durable.Message{msg("new", time.Time{}),
+			err := e.s.Enqueue(e.ctx, []store.Message{msg("new", time.Time{}),
 				{ID: "kept", Payload: []byte("v1")}, bad, msg("new2", time.Time{})})
-			require.ErrorIs(e.t, err, durable.ErrInvalidMessage, name)
+			require.ErrorIs(e.t, err, store.ErrInvalidMessage, name)
 			e.requireCounts(1, 0, 0)
 			e.requireNotFound("new")
 			e.requireNotFound("new2")
 			require.Equal(e.t, "v0", string(e.get("kept").Payload), "%s: not replaced", name)
 		}
 		// The limits themselves are fine.
-		e.enqueue(durable.Message{ID: strings.Repeat("x", durable.MaxIDLen), Payload: make([]byte, durable.MaxPayloadLen), Due: e.past()})
+		e.enqueue(store.Message{ID: strings.Repeat("x", store.MaxIDLen), Payload: make([]byte, store.MaxPayloadLen), Due: e.past()})
 		ls := e.claimAll(time.Minute)
 		require.Len(e.t, ls, 2)
 		for _, l := range ls {
 			if l.ID != "kept" {
-				require.Len(e.t, l.Payload, durable.MaxPayloadLen)
+				require.Len(e.t, l.Payload, store.MaxPayloadLen)
 			}
 		}
 	}},
@@ -158,7 +157,7 @@ var cancelRules = []rule{
 	{"ClaimedAheadIsTakenBack", func(e *env) {
 		l := e.claimAhead("a", "v1")
 		require.True(e.t, e.cancel("a"), "a message no consumer was handed is cancelled")
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, "a", l.Token), durable.ErrLeaseLost, "its holder must not hand it out")
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}), store.ErrLeaseLost, "its holder must not hand it out")
 		e.requireNotFound("a")
 		e.requireCounts(0, 0, 0)
 	}},
@@ -167,7 +166,7 @@ var cancelRules = []rule{
 		l := e.claimOne("a", time.Minute)
 		before := e.get("a")
 		found, err := e.s.Cancel(e.ctx, "a")
-		require.ErrorIs(e.t, err, durable.ErrInFlight)
+		require.ErrorIs(e.t, err, store.ErrInFlight)
 		require.False(e.t, found)
 		require.Equal(e.t, utc(before), utc(e.get("a")), "nothing deleted")
 		e.ack(l)

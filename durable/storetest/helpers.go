@@ -7,13 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // The helpers below fail the rule on an unexpected error.
 
 // msg is a message id with a payload naming it, due at due.
-func msg(id string, due time.Time) durable.Message {
-	return durable.Message{ID: id, Payload: []byte("payload of " + id), Due: due}
+func msg(id string, due time.Time) store.Message {
+	return store.Message{ID: id, Payload: []byte("payload of " + id), Due: due}
 }
 
 // seqIDs returns n IDs, prefix00000 to prefix(n-1), in order.
@@ -27,9 +28,9 @@ func seqIDs(prefix string, n int) []string {
 
 // ids returns the IDs of leases.
 // shard is the shard of id for a store that keeps its order per shard
-// (durable.ShardedOrder), and 0 for any other: one shard, the full order.
+// (store.ShardedOrder), and 0 for any other: one shard, the full order.
 func (e *env) shard(id string) int {
-	if so, ok := e.s.(durable.ShardedOrder); ok {
+	if so, ok := e.s.(store.ShardedOrder); ok {
 		return so.Shard(id)
 	}
 	return 0
@@ -46,7 +47,7 @@ func (e *env) byShard(ids []string) map[int][]string {
 
 // requireOrder checks that got holds the IDs of want in want's order:
 // exactly, or, for a store whose order holds per shard, within each
-// shard (see durable.ShardedOrder).
+// shard (see store.ShardedOrder).
 func (e *env) requireOrder(want, got []string, what string) {
 	e.t.Helper()
 	require.ElementsMatch(e.t, want, got, "%s: the same messages", what)
@@ -64,7 +65,7 @@ func (e *env) requirePrefix(order, got []string, what string) {
 	}
 }
 
-func ids(ls []durable.Lease) []string {
+func ids(ls []store.Lease) []string {
 	out := make([]string, len(ls))
 	for i, l := range ls {
 		out[i] = l.ID
@@ -72,7 +73,7 @@ func ids(ls []durable.Lease) []string {
 	return out
 }
 
-func (e *env) enqueue(msgs ...durable.Message) {
+func (e *env) enqueue(msgs ...store.Message) {
 	e.t.Helper()
 	require.NoError(e.t, e.s.Enqueue(e.ctx, msgs))
 }
@@ -80,10 +81,10 @@ func (e *env) enqueue(msgs ...durable.Message) {
 // past is a due time a second before now: due, whatever the clock does.
 func (e *env) past() time.Time { return e.now().Add(-time.Second) }
 
-func (e *env) claim(a claimArgs) durable.Claimed {
+func (e *env) claim(a claimArgs) store.Claimed {
 	e.t.Helper()
 	var (
-		c   durable.Claimed
+		c   store.Claimed
 		err error
 	)
 	e.around(func() { c, err = e.tryClaim(a) })
@@ -92,7 +93,7 @@ func (e *env) claim(a claimArgs) durable.Claimed {
 }
 
 // claimOne claims the one message due, which must be id, handed out.
-func (e *env) claimOne(id string, lease time.Duration) durable.Lease {
+func (e *env) claimOne(id string, lease time.Duration) store.Lease {
 	e.t.Helper()
 	c := e.claim(claimArgs{Limit: 1, Lease: lease})
 	require.Len(e.t, c.Leases, 1, "one message due")
@@ -104,9 +105,9 @@ func (e *env) claimOne(id string, lease time.Duration) durable.Lease {
 
 // claimAhead enqueues id due aheadOf from now, claims it ahead (with a
 // horizon of a minute) and returns its lease.
-func (e *env) claimAhead(id, payload string) durable.Lease {
+func (e *env) claimAhead(id, payload string) store.Lease {
 	e.t.Helper()
-	e.enqueue(durable.Message{ID: id, Payload: []byte(payload), Due: e.now().Add(aheadOf)})
+	e.enqueue(store.Message{ID: id, Payload: []byte(payload), Due: e.now().Add(aheadOf)})
 	c := e.claim(claimArgs{Limit: 1, Lease: time.Minute, Ahead: time.Minute})
 	require.Len(e.t, c.Leases, 1)
 	l := c.Leases[0]
@@ -120,9 +121,9 @@ func (e *env) claimAhead(id, payload string) durable.Lease {
 const aheadOf = 10 * time.Second
 
 // claimAll claims, 100 at a time, until a claim finds nothing due.
-func (e *env) claimAll(lease time.Duration) []durable.Lease {
+func (e *env) claimAll(lease time.Duration) []store.Lease {
 	e.t.Helper()
-	var out []durable.Lease
+	var out []store.Lease
 	for {
 		c := e.claim(claimArgs{Limit: 100, Lease: lease})
 		if len(c.Leases) == 0 {
@@ -132,15 +133,15 @@ func (e *env) claimAll(lease time.Duration) []durable.Lease {
 	}
 }
 
-func (e *env) retry(l durable.Lease, p durable.RetryParams) {
+func (e *env) retry(l store.Lease, p store.RetryParams) {
 	e.t.Helper()
 	require.NoError(e.t, e.tryRetry(l, p))
 }
 
-func (e *env) expired(limit int) durable.ExpiredLeases {
+func (e *env) expired(limit int) store.ExpiredLeases {
 	e.t.Helper()
 	var (
-		x   durable.ExpiredLeases
+		x   store.ExpiredLeases
 		err error
 	)
 	e.around(func() { x, err = e.s.Expired(e.ctx, limit) })
@@ -165,10 +166,10 @@ func (e *env) kill(id string) {
 	e.t.Helper()
 	e.enqueue(msg(id, e.past()))
 	l := e.claimOne(id, time.Minute)
-	e.retry(l, durable.RetryParams{Dead: true, Error: "killed"})
+	e.retry(l, store.RetryParams{Dead: true, Error: "killed"})
 }
 
-func (e *env) get(id string) durable.Info {
+func (e *env) get(id string) store.Info {
 	e.t.Helper()
 	info, err := e.s.Get(e.ctx, id)
 	require.NoError(e.t, err)
@@ -178,10 +179,10 @@ func (e *env) get(id string) durable.Info {
 func (e *env) requireNotFound(id string) {
 	e.t.Helper()
 	_, err := e.s.Get(e.ctx, id)
-	require.ErrorIs(e.t, err, durable.ErrNotFound)
+	require.ErrorIs(e.t, err, store.ErrNotFound)
 }
 
-func (e *env) stats() durable.Stats {
+func (e *env) stats() store.Stats {
 	e.t.Helper()
 	st, err := e.s.Stats(e.ctx)
 	require.NoError(e.t, err)
@@ -196,9 +197,9 @@ func (e *env) requireCounts(pending, inFlight, dead int) {
 		"pending, in flight, dead: %+v", st)
 }
 
-func (e *env) ack(l durable.Lease) {
+func (e *env) ack(l store.Lease) {
 	e.t.Helper()
-	require.NoError(e.t, e.s.Ack(e.ctx, l.ID, l.Token))
+	require.NoError(e.t, e.s.Ack(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
 }
 
 func (e *env) cancel(id string) bool {
@@ -210,22 +211,51 @@ func (e *env) cancel(id string) bool {
 
 // requireLost checks that every call naming the lease l fails with
 // ErrLeaseLost and changes nothing that Get shows.
-func (e *env) requireLost(l durable.Lease, why string) {
+func (e *env) requireLost(l store.Lease, why string) {
 	e.t.Helper()
 	before, getErr := e.s.Get(e.ctx, l.ID)
-	require.ErrorIs(e.t, e.s.Confirm(e.ctx, l.ID, l.Token), durable.ErrLeaseLost, "Confirm %s", why)
-	require.ErrorIs(e.t, e.s.Extend(e.ctx, l.ID, l.Token, time.Hour), durable.ErrLeaseLost, "Extend %s", why)
-	require.ErrorIs(e.t, e.tryRetry(l, durable.RetryParams{Dead: true, Error: "lost"}), durable.ErrLeaseLost, "Retry %s", why)
-	require.ErrorIs(e.t, e.s.Release(e.ctx, l.ID, l.Token, 0), durable.ErrLeaseLost, "Release %s", why)
-	require.ErrorIs(e.t, e.s.Ack(e.ctx, l.ID, l.Token), durable.ErrLeaseLost, "Ack %s", why)
+	require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}), store.ErrLeaseLost, "Confirm %s", why)
+	require.ErrorIs(e.t, e.s.Extend(e.ctx, store.ExtendParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, By: time.Hour}), store.ErrLeaseLost, "Extend %s", why)
+	require.ErrorIs(e.t, e.tryRetry(l, store.RetryParams{Dead: true, Error: "lost"}), store.ErrLeaseLost, "Retry %s", why)
+	require.ErrorIs(e.t, e.s.Retry(e.ctx, store.RetryParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, After: 0}), store.ErrLeaseLost, "Release %s", why)
+	require.ErrorIs(e.t, e.s.Ack(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}), store.ErrLeaseLost, "Ack %s", why)
 	after, getErr2 := e.s.Get(e.ctx, l.ID)
 	require.Equal(e.t, getErr == nil, getErr2 == nil)
 	require.Equal(e.t, utc(before), utc(after), "a lost lease changes nothing")
 }
 
 // utc is info with its times in UTC, to compare instants with Equal.
-func utc(info durable.Info) durable.Info {
+func utc(info store.Info) store.Info {
 	info.Due, info.EnqueuedAt = info.Due.UTC(), info.EnqueuedAt.UTC()
 	info.Deadline, info.DiedAt = info.Deadline.UTC(), info.DiedAt.UTC()
 	return info
+}
+
+// pauser is the store as a store.Pauser; the rules that call it run only
+// for one (see pauseUnsupported).
+func (e *env) pauser() store.Pauser {
+	e.t.Helper()
+	p, ok := e.s.(store.Pauser)
+	require.True(e.t, ok, "%T is not a store.Pauser", e.s)
+	return p
+}
+
+// keeper is the store as a store.SeriesKeeper; the rules that call it run
+// only for one (see unsupported).
+func (e *env) keeper() store.SeriesKeeper {
+	e.t.Helper()
+	k, ok := e.s.(store.SeriesKeeper)
+	require.True(e.t, ok, "%T is not a store.SeriesKeeper", e.s)
+	return k
+}
+
+// deadLetters lists up to limit dead messages, in the order they died,
+// each with its time of death as Due.
+func (e *env) deadLetters(limit int) ([]store.Message, error) {
+	infos, _, err := e.s.List(e.ctx, store.ListParams{State: store.Dead, Limit: limit})
+	out := make([]store.Message, len(infos))
+	for i, info := range infos {
+		out[i] = store.Message{ID: info.ID, Payload: info.Payload, Due: info.DiedAt}
+	}
+	return out, err
 }

@@ -7,10 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
 var deadLetterRules = []rule{
@@ -19,7 +18,7 @@ var deadLetterRules = []rule{
 			e.kill(id)
 			e.advance(time.Millisecond)
 		}
-		dl, err := e.s.DeadLetters(e.ctx, 10)
+		dl, err := e.deadLetters(10)
 		require.NoError(e.t, err)
 		var got []string
 		for _, m := range dl {
@@ -29,7 +28,7 @@ var deadLetterRules = []rule{
 			require.Equal(e.t, "payload of "+m.ID, string(m.Payload))
 		}
 		require.Equal(e.t, []string{"c", "a", "b"}, got)
-		dl, err = e.s.DeadLetters(e.ctx, 2)
+		dl, err = e.deadLetters(2)
 		require.NoError(e.t, err)
 		require.Len(e.t, dl, 2, "up to limit")
 		require.Equal(e.t, "c", dl[0].ID)
@@ -39,7 +38,7 @@ var deadLetterRules = []rule{
 		for _, id := range []string{"c", "a", "b"} {
 			e.kill(id)
 		}
-		dl, err := e.s.DeadLetters(e.ctx, 10)
+		dl, err := e.deadLetters(10)
 		require.NoError(e.t, err)
 		var got []string
 		for _, m := range dl {
@@ -54,26 +53,26 @@ var requeueRules = []rule{
 		e.kill("a")
 		first := e.get("a").EnqueuedAt
 		e.advance(time.Millisecond)
-		before, after := e.around(func() { require.NoError(e.t, e.s.Requeue(e.ctx, "a", time.Time{})) })
+		before, after := e.around(func() { require.NoError(e.t, e.s.Requeue(e.ctx, store.RequeueParams{ID: "a", Due: time.Time{}})) })
 		info := e.get("a")
 		e.requireBetween(info.Due, before, after, "a zero due: now")
-		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("payload of a"), State: durable.Pending,
+		require.Equal(e.t, utc(store.Info{ID: "a", Payload: []byte("payload of a"), State: store.Pending,
 			Due: info.Due, EnqueuedAt: first}), utc(info), "attempts from zero, no LastError, EnqueuedAt kept")
 		l := e.claimOne("a", time.Minute)
 		require.Equal(e.t, 1, l.Attempt)
 		require.Empty(e.t, l.LastError)
-		e.retry(l, durable.RetryParams{Dead: true, Error: "again"})
+		e.retry(l, store.RetryParams{Dead: true, Error: "again"})
 		due := e.now().Add(time.Hour)
-		require.NoError(e.t, e.s.Requeue(e.ctx, "a", due))
+		require.NoError(e.t, e.s.Requeue(e.ctx, store.RequeueParams{ID: "a", Due: due}))
 		require.True(e.t, due.Equal(e.get("a").Due), "due at the time given")
 	}},
 	{"OnlyDead", func(e *env) {
-		require.ErrorIs(e.t, e.s.Requeue(e.ctx, "nothing", time.Time{}), durable.ErrNotFound)
+		require.ErrorIs(e.t, e.s.Requeue(e.ctx, store.RequeueParams{ID: "nothing", Due: time.Time{}}), store.ErrNotFound)
 		e.enqueue(msg("pending", e.now().Add(time.Hour)), msg("inflight", e.past()))
 		e.claimOne("inflight", time.Hour)
 		for _, id := range []string{"pending", "inflight"} {
 			before := e.get(id)
-			require.ErrorIs(e.t, e.s.Requeue(e.ctx, id, time.Time{}), durable.ErrNotFound, id)
+			require.ErrorIs(e.t, e.s.Requeue(e.ctx, store.RequeueParams{ID: id, Due: time.Time{}}), store.ErrNotFound, id)
 			require.Equal(e.t, utc(before), utc(e.get(id)), "%s: unchanged", id)
 		}
 	}},
@@ -82,14 +81,14 @@ var requeueRules = []rule{
 var getRules = []rule{
 	{"NotFound", func(e *env) {
 		_, err := e.s.Get(e.ctx, "nothing")
-		require.ErrorIs(e.t, err, durable.ErrNotFound)
+		require.ErrorIs(e.t, err, store.ErrNotFound)
 	}},
 	{"EachState", func(e *env) {
 		due := e.now().Add(time.Hour)
-		before, after := e.around(func() { e.enqueue(durable.Message{ID: "a", Payload: []byte("v1"), Due: due}) })
+		before, after := e.around(func() { e.enqueue(store.Message{ID: "a", Payload: []byte("v1"), Due: due}) })
 		info := e.get("a")
 		e.requireBetween(info.EnqueuedAt, before, after, "EnqueuedAt")
-		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("v1"), State: durable.Pending, Due: due,
+		require.Equal(e.t, utc(store.Info{ID: "a", Payload: []byte("v1"), State: store.Pending, Due: due,
 			EnqueuedAt: info.EnqueuedAt}), utc(info), "pending: Due, no Deadline nor DiedAt")
 		first := info.EnqueuedAt
 
@@ -97,12 +96,12 @@ var getRules = []rule{
 		require.Len(e.t, c.Leases, 1)
 		info = e.get("a")
 		e.requireInstant(c.Leases[0].Deadline, info.Deadline, "in flight: Deadline")
-		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("v1"), State: durable.InFlight, Attempt: 1,
+		require.Equal(e.t, utc(store.Info{ID: "a", Payload: []byte("v1"), State: store.InFlight, Attempt: 1,
 			EnqueuedAt: first, Deadline: info.Deadline}), utc(info), "in flight, claimed ahead: no Due nor DiedAt")
 
-		e.retry(c.Leases[0], durable.RetryParams{Dead: true, Error: "boom"})
+		e.retry(c.Leases[0], store.RetryParams{Dead: true, Error: "boom"})
 		info = e.get("a")
-		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("v1"), State: durable.Dead, Attempt: 1,
+		require.Equal(e.t, utc(store.Info{ID: "a", Payload: []byte("v1"), State: store.Dead, Attempt: 1,
 			LastError: "boom", EnqueuedAt: first, DiedAt: info.DiedAt}), utc(info), "dead: DiedAt only")
 		require.False(e.t, info.DiedAt.IsZero())
 	}},
@@ -112,14 +111,14 @@ var listRules = []rule{
 	{"PendingPagesWhileTheCursorsMessageGoes", func(e *env) {
 		msgs, _ := e.listMessages(600)
 		e.enqueue(msgs...)
-		got, _ := e.listOnce(durable.Pending, 100, func(page []durable.Info) {
+		got, _ := e.listOnce(store.Pending, 100, func(page []store.Info) {
 			require.Len(e.t, page, 100, "a page before the last is full")
 			// The message the cursor was made from goes away: the cursor
 			// is a position, not a message.
 			require.True(e.t, e.cancel(page[len(page)-1].ID))
 		})
 		require.Len(e.t, got, len(msgs), "every message, once")
-		require.True(e.t, sortedBy(got, func(i durable.Info) time.Time { return i.Due }), "by due time")
+		require.True(e.t, sortedBy(got, func(i store.Info) time.Time { return i.Due }), "by due time")
 	}},
 	{"InFlightPagesWhileAcking", func(e *env) {
 		msgs, _ := e.listMessages(600)
@@ -127,7 +126,7 @@ var listRules = []rule{
 		leases := e.claimAll(time.Hour)
 		require.Len(e.t, leases, len(msgs))
 		toAck := map[string]bool{}
-		var acked []durable.Lease
+		var acked []store.Lease
 		for _, l := range leases {
 			if rand.IntN(3) == 0 {
 				toAck[l.ID] = true
@@ -137,12 +136,12 @@ var listRules = []rule{
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			for _, l := range acked {
-				assert.NoError(e.t, e.s.Ack(e.ctx, l.ID, l.Token))
+				assert.NoError(e.t, e.s.Ack(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
 			}
 		})
-		got, seen := e.listOnce(durable.InFlight, 100, nil)
+		got, seen := e.listOnce(store.InFlight, 100, nil)
 		wg.Wait()
-		require.True(e.t, sortedBy(got, func(i durable.Info) time.Time { return i.Deadline }), "by lease deadline")
+		require.True(e.t, sortedBy(got, func(i store.Info) time.Time { return i.Deadline }), "by lease deadline")
 		for _, l := range leases {
 			if !toAck[l.ID] {
 				require.True(e.t, seen[l.ID], "%s stayed in flight and was not listed", l.ID)
@@ -153,15 +152,15 @@ var listRules = []rule{
 		msgs, _ := e.listMessages(300)
 		e.enqueue(msgs...)
 		for _, l := range e.claimAll(time.Hour) {
-			e.retry(l, durable.RetryParams{Dead: true, Error: "died " + l.ID})
+			e.retry(l, store.RetryParams{Dead: true, Error: "died " + l.ID})
 		}
-		got, _ := e.listOnce(durable.Dead, 70, nil)
+		got, _ := e.listOnce(store.Dead, 70, nil)
 		require.Len(e.t, got, len(msgs))
 		for _, info := range got {
 			require.Equal(e.t, "died "+info.ID, info.LastError)
 		}
-		require.True(e.t, sortedBy(got, func(i durable.Info) time.Time { return i.DiedAt }), "by time of death")
-		dl, err := e.s.DeadLetters(e.ctx, len(msgs))
+		require.True(e.t, sortedBy(got, func(i store.Info) time.Time { return i.DiedAt }), "by time of death")
+		dl, err := e.deadLetters(len(msgs))
 		require.NoError(e.t, err)
 		for i, m := range dl {
 			require.Equal(e.t, got[i].ID, m.ID, "List and DeadLetters agree")
@@ -170,7 +169,7 @@ var listRules = []rule{
 	{"EqualTimesInWriteOrder", func(e *env) {
 		msgs, want := e.listMessages(300)
 		e.enqueue(msgs...)
-		infos, _ := e.listOnce(durable.Pending, 70, nil)
+		infos, _ := e.listOnce(store.Pending, 70, nil)
 		got := make([]string, len(infos))
 		for i, info := range infos {
 			got[i] = info.ID
@@ -179,17 +178,17 @@ var listRules = []rule{
 	}},
 	{"InvalidCursors", func(e *env) {
 		e.enqueue(msg("a", e.past()), msg("b", e.past()))
-		_, next := e.list(durable.Pending, "", 1)
+		_, next := e.list(store.Pending, "", 1)
 		require.NotEmpty(e.t, next)
-		for _, st := range []durable.State{durable.InFlight, durable.Dead} {
-			_, _, err := e.s.List(e.ctx, st, next, 1)
-			require.ErrorIs(e.t, err, durable.ErrInvalidCursor, "a cursor of pending messages for %v", st)
+		for _, st := range []store.State{store.InFlight, store.Dead} {
+			_, _, err := e.s.List(e.ctx, store.ListParams{State: st, Cursor: next, Limit: 1})
+			require.ErrorIs(e.t, err, store.ErrInvalidCursor, "a cursor of pending messages for %v", st)
 		}
 		for _, bad := range []string{"garbage", "p", next + "0", "x" + next[1:]} {
-			_, _, err := e.s.List(e.ctx, durable.Pending, bad, 1)
-			require.ErrorIs(e.t, err, durable.ErrInvalidCursor, "%q", bad)
+			_, _, err := e.s.List(e.ctx, store.ListParams{State: store.Pending, Cursor: bad, Limit: 1})
+			require.ErrorIs(e.t, err, store.ErrInvalidCursor, "%q", bad)
 		}
-		infos, last := e.list(durable.Pending, next, 1)
+		infos, last := e.list(store.Pending, next, 1)
 		require.Len(e.t, infos, 1)
 		require.Empty(e.t, last, "the end")
 	}},
@@ -198,15 +197,15 @@ var listRules = []rule{
 // listMessages returns n messages due in the past, shuffled, with groups of
 // ten equal due times, and their IDs in the order of the state: by due
 // time, then by their place in the slice.
-func (e *env) listMessages(n int) ([]durable.Message, []string) {
+func (e *env) listMessages(n int) ([]store.Message, []string) {
 	base := e.now().Add(-time.Hour)
-	msgs := make([]durable.Message, n)
+	msgs := make([]store.Message, n)
 	for i := range msgs {
-		msgs[i] = durable.Message{ID: fmt.Sprintf("msg%05d", i), Due: base.Add(time.Duration(i/10) * time.Millisecond)}
+		msgs[i] = store.Message{ID: fmt.Sprintf("msg%05d", i), Due: base.Add(time.Duration(i/10) * time.Millisecond)}
 	}
 	rand.Shuffle(n, func(i, j int) { msgs[i], msgs[j] = msgs[j], msgs[i] })
 	sorted := slices.Clone(msgs)
-	slices.SortStableFunc(sorted, func(a, b durable.Message) int { return a.Due.Compare(b.Due) })
+	slices.SortStableFunc(sorted, func(a, b store.Message) int { return a.Due.Compare(b.Due) })
 	want := make([]string, n)
 	for i, m := range sorted {
 		want[i] = m.ID
@@ -218,10 +217,10 @@ func (e *env) listMessages(n int) ([]durable.Message, []string) {
 // returns them and their IDs, checking that each is in st and listed once.
 // It calls between, if not nil, with each page but the last before it
 // reads the next.
-func (e *env) listOnce(st durable.State, limit int, between func(page []durable.Info)) ([]durable.Info, map[string]bool) {
+func (e *env) listOnce(st store.State, limit int, between func(page []store.Info)) ([]store.Info, map[string]bool) {
 	e.t.Helper()
 	seen := map[string]bool{}
-	var got []durable.Info
+	var got []store.Info
 	cursor := ""
 	for {
 		infos, next := e.list(st, cursor, limit)
@@ -241,9 +240,9 @@ func (e *env) listOnce(st durable.State, limit int, between func(page []durable.
 	}
 }
 
-func (e *env) list(st durable.State, cursor string, limit int) ([]durable.Info, string) {
+func (e *env) list(st store.State, cursor string, limit int) ([]store.Info, string) {
 	e.t.Helper()
-	infos, next, err := e.s.List(e.ctx, st, cursor, limit)
+	infos, next, err := e.s.List(e.ctx, store.ListParams{State: st, Cursor: cursor, Limit: limit})
 	require.NoError(e.t, err)
 	require.LessOrEqual(e.t, len(infos), limit)
 	return infos, next
@@ -251,13 +250,13 @@ func (e *env) list(st durable.State, cursor string, limit int) ([]durable.Info, 
 
 var statsRules = []rule{
 	{"CountsEachState", func(e *env) {
-		require.Equal(e.t, durable.Stats{}, e.stats(), "empty")
+		require.Equal(e.t, store.Stats{}, e.stats(), "empty")
 		n := e.now()
 		e.enqueue(msg("p1", n.Add(time.Hour)), msg("p2", n.Add(2*time.Hour)), msg("f", e.past()))
 		e.claimOne("f", time.Hour)
 		e.kill("d")
 		st := e.stats()
-		require.Equal(e.t, durable.Stats{Pending: 2, InFlight: 1, Dead: 1, NextDue: st.NextDue}, st)
+		require.Equal(e.t, store.Stats{Pending: 2, InFlight: 1, Dead: 1, NextDue: st.NextDue}, st)
 		require.True(e.t, n.Add(time.Hour).Equal(st.NextDue), "the earliest pending: %v", st.NextDue)
 	}},
 }
@@ -268,29 +267,29 @@ var closeRules = []rule{
 		l := e.claimAhead("b", "v1") // a lease only the store's memory may know
 		require.NoError(e.t, e.s.Close())
 		ctx := e.ctx
-		require.ErrorIs(e.t, e.s.Enqueue(ctx, []durable.Message{msg("c", time.Time{})}), durable.ErrClosed, "Enqueue")
+		require.ErrorIs(e.t, e.s.Enqueue(ctx, []store.Message{msg("c", time.Time{})}), store.ErrClosed, "Enqueue")
 		_, err := e.s.Cancel(ctx, "a")
-		require.ErrorIs(e.t, err, durable.ErrClosed, "Cancel")
+		require.ErrorIs(e.t, err, store.ErrClosed, "Cancel")
 		_, err = e.tryClaim(claimArgs{Limit: 1, Lease: time.Minute})
-		require.ErrorIs(e.t, err, durable.ErrClosed, "Claim")
-		require.ErrorIs(e.t, e.s.Confirm(ctx, "b", l.Token), durable.ErrClosed, "Confirm")
-		require.ErrorIs(e.t, e.s.Ack(ctx, "b", l.Token), durable.ErrClosed, "Ack")
-		require.ErrorIs(e.t, e.tryRetry(l, durable.RetryParams{}), durable.ErrClosed, "Retry")
-		require.ErrorIs(e.t, e.s.Release(e.ctx, l.ID, l.Token, 0), durable.ErrClosed, "Release")
+		require.ErrorIs(e.t, err, store.ErrClosed, "Claim")
+		require.ErrorIs(e.t, e.s.Confirm(ctx, store.LeaseRef{ID: "b", Token: l.Token}), store.ErrClosed, "Confirm")
+		require.ErrorIs(e.t, e.s.Ack(ctx, store.LeaseRef{ID: "b", Token: l.Token}), store.ErrClosed, "Ack")
+		require.ErrorIs(e.t, e.tryRetry(l, store.RetryParams{}), store.ErrClosed, "Retry")
+		require.ErrorIs(e.t, e.s.Retry(e.ctx, store.RetryParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, After: 0}), store.ErrClosed, "Release")
 		_, err = e.s.Expired(e.ctx, 1)
-		require.ErrorIs(e.t, err, durable.ErrClosed, "Expired")
-		require.ErrorIs(e.t, e.s.Extend(ctx, "b", l.Token, time.Minute), durable.ErrClosed, "Extend")
+		require.ErrorIs(e.t, err, store.ErrClosed, "Expired")
+		require.ErrorIs(e.t, e.s.Extend(ctx, store.ExtendParams{Lease: store.LeaseRef{ID: "b", Token: l.Token}, By: time.Minute}), store.ErrClosed, "Extend")
 		_, err = e.tryReap(1, noBackoff)
-		require.ErrorIs(e.t, err, durable.ErrClosed, "Reap")
+		require.ErrorIs(e.t, err, store.ErrClosed, "Reap")
 		_, err = e.s.Get(ctx, "a")
-		require.ErrorIs(e.t, err, durable.ErrClosed, "Get")
-		_, _, err = e.s.List(ctx, durable.Pending, "", 1)
-		require.ErrorIs(e.t, err, durable.ErrClosed, "List")
-		_, err = e.s.DeadLetters(ctx, 1)
-		require.ErrorIs(e.t, err, durable.ErrClosed, "DeadLetters")
-		require.ErrorIs(e.t, e.s.Requeue(ctx, "a", time.Time{}), durable.ErrClosed, "Requeue")
+		require.ErrorIs(e.t, err, store.ErrClosed, "Get")
+		_, _, err = e.s.List(ctx, store.ListParams{State: store.Pending, Cursor: "", Limit: 1})
+		require.ErrorIs(e.t, err, store.ErrClosed, "List")
+		_, err = e.deadLetters(1)
+		require.ErrorIs(e.t, err, store.ErrClosed, "DeadLetters")
+		require.ErrorIs(e.t, e.s.Requeue(ctx, store.RequeueParams{ID: "a", Due: time.Time{}}), store.ErrClosed, "Requeue")
 		_, err = e.s.Stats(ctx)
-		require.ErrorIs(e.t, err, durable.ErrClosed, "Stats")
+		require.ErrorIs(e.t, err, store.ErrClosed, "Stats")
 	}},
 }
 
@@ -301,7 +300,7 @@ var notifierRules = []rule{
 		// the suite checks the channel and its stop function. The
 		// wake-up on another handle's write is left to the store's
 		// own tests.
-		n, ok := e.s.(durable.Notifier)
+		n, ok := e.s.(store.Notifier)
 		if !ok {
 			e.t.Skip("not a Notifier")
 		}

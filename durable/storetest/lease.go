@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // noBackoff is a retry policy of 10 attempts without back-off.
@@ -22,7 +23,7 @@ var leaseRules = []rule{
 		require.Equal(e.t, 1, e.reap(10, noBackoff).Returned)
 		l := e.claimOne("a", time.Hour)
 		e.requireLost(old, "of an expired lease, after the message was claimed again")
-		require.NoError(e.t, e.s.Confirm(e.ctx, "a", l.Token), "the new lease is untouched")
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}), "the new lease is untouched")
 		e.ack(l)
 		e.requireLost(l, "after Ack")
 	}},
@@ -56,20 +57,20 @@ var leaseRules = []rule{
 		// A claim's token is greater than every token the message had,
 		// through retries, reaps, replacements and requeues.
 		var tokens []uint64
-		claim := func(lease time.Duration) durable.Lease {
+		claim := func(lease time.Duration) store.Lease {
 			l := e.claimOne("a", lease)
 			tokens = append(tokens, l.Token)
 			return l
 		}
 		e.enqueue(msg("a", e.past()))
-		e.retry(claim(time.Hour), durable.RetryParams{})
+		e.retry(claim(time.Hour), store.RetryParams{})
 		claim(time.Hour)
 		e.enqueue(msg("a", e.past())) // replaces the message in flight
 		l := claim(time.Millisecond)
 		e.waitPast(l.Deadline)
 		require.Equal(e.t, 1, e.reap(10, noBackoff).Returned)
-		e.retry(claim(time.Hour), durable.RetryParams{Dead: true, Error: "dead"})
-		require.NoError(e.t, e.s.Requeue(e.ctx, "a", time.Time{}))
+		e.retry(claim(time.Hour), store.RetryParams{Dead: true, Error: "dead"})
+		require.NoError(e.t, e.s.Requeue(e.ctx, store.RequeueParams{ID: "a", Due: time.Time{}}))
 		e.releaseOK(claim(time.Hour), 0)
 		claim(time.Hour)
 		e.enqueue(msg("a", e.now().Add(aheadOf)))
@@ -87,14 +88,14 @@ var retryRules = []rule{
 		e.enqueue(msg("a", e.past()))
 		l := e.claimOne("a", time.Minute)
 		delay := e.short()
-		before, after := e.around(func() { e.retry(l, durable.RetryParams{After: delay, Error: "first"}) })
+		before, after := e.around(func() { e.retry(l, store.RetryParams{After: delay, Error: "first"}) })
 		info := e.get("a")
-		require.Equal(e.t, durable.Pending, info.State)
+		require.Equal(e.t, store.Pending, info.State)
 		e.requireBetween(info.Due, before.Add(delay), after.Add(delay), "due the delay after now")
 		require.Equal(e.t, 1, info.Attempt, "the attempt made")
 		require.Equal(e.t, "first", info.LastError)
 		require.True(e.t, info.Deadline.IsZero())
-		var c durable.Claimed
+		var c store.Claimed
 		_, after = e.around(func() { c = e.claim(claimArgs{Limit: 1, Lease: time.Minute}) })
 		if after.Add(time.Millisecond).Before(info.Due) { // on the real clock, if the claim was surely early
 			require.Empty(e.t, c.Leases, "not due yet")
@@ -112,31 +113,31 @@ var retryRules = []rule{
 		// Death is the caller's decision (RetryParams.Dead), whatever
 		// the attempt: the store applies it.
 		e.enqueue(msg("a", e.past()))
-		e.retry(e.claimOne("a", time.Minute), durable.RetryParams{Error: "first"})
+		e.retry(e.claimOne("a", time.Minute), store.RetryParams{Error: "first"})
 		l := e.claimOne("a", time.Minute)
-		before, after := e.around(func() { e.retry(l, durable.RetryParams{After: time.Hour, Dead: true, Error: "second"}) })
+		before, after := e.around(func() { e.retry(l, store.RetryParams{After: time.Hour, Dead: true, Error: "second"}) })
 		info := e.get("a")
 		e.requireBetween(info.DiedAt, before, after, "DiedAt")
-		require.Equal(e.t, utc(durable.Info{ID: "a", Payload: []byte("payload of a"), State: durable.Dead, Attempt: 2,
+		require.Equal(e.t, utc(store.Info{ID: "a", Payload: []byte("payload of a"), State: store.Dead, Attempt: 2,
 			LastError: "second", EnqueuedAt: info.EnqueuedAt, DiedAt: info.DiedAt}), utc(info))
 		e.requireCounts(0, 0, 1)
 		e.requireLost(l, "after Retry")
 
 		e.enqueue(msg("b", e.past()))
-		e.retry(e.claimOne("b", time.Minute), durable.RetryParams{Dead: true})
-		require.Equal(e.t, durable.Dead, e.get("b").State, "dead on its first attempt, if told")
+		e.retry(e.claimOne("b", time.Minute), store.RetryParams{Dead: true})
+		require.Equal(e.t, store.Dead, e.get("b").State, "dead on its first attempt, if told")
 		e.requireCounts(0, 0, 2)
 	}},
 	{"LastError", func(e *env) {
 		// The store keeps the text it is given; the Queue cuts it to
-		// MaxErrorLen before (see durable.TruncateErrorText).
+		// MaxErrorLen before (see store.TruncateErrorText).
 		e.enqueue(msg("a", e.past()))
-		e.retry(e.claimOne("a", time.Minute), durable.RetryParams{Error: "boom"})
+		e.retry(e.claimOne("a", time.Minute), store.RetryParams{Error: "boom"})
 		require.Equal(e.t, "boom", e.get("a").LastError)
-		e.retry(e.claimOne("a", time.Minute), durable.RetryParams{})
+		e.retry(e.claimOne("a", time.Minute), store.RetryParams{})
 		require.Equal(e.t, "boom", e.get("a").LastError, "an empty text keeps the one before")
-		long := durable.TruncateErrorText(strings.Repeat("é", durable.MaxErrorLen)) // the longest a Queue gives
-		e.retry(e.claimOne("a", time.Minute), durable.RetryParams{Error: long})
+		long := store.TruncateErrorText(strings.Repeat("é", store.MaxErrorLen)) // the longest a Queue gives
+		e.retry(e.claimOne("a", time.Minute), store.RetryParams{Error: long})
 		require.Equal(e.t, long, e.get("a").LastError, "kept whole")
 		require.Equal(e.t, long, e.claimOne("a", time.Minute).LastError)
 	}},
@@ -144,34 +145,34 @@ var retryRules = []rule{
 		e.enqueue(msg("a", e.past()))
 		l := e.claimOne("a", time.Hour)
 		before := e.get("a")
-		require.ErrorIs(e.t, e.tryRetry(l, durable.RetryParams{Expired: true, Error: durable.LeaseExpired}), durable.ErrLeaseLost,
+		require.ErrorIs(e.t, e.tryRetry(l, store.RetryParams{Expired: true, Error: durable.LeaseExpired}), store.ErrLeaseLost,
 			"the deadline has not passed")
 		require.Equal(e.t, utc(before), utc(e.get("a")), "and nothing changed")
-		require.NoError(e.t, e.s.Extend(e.ctx, "a", l.Token, time.Millisecond))
+		require.NoError(e.t, e.s.Extend(e.ctx, store.ExtendParams{Lease: store.LeaseRef{ID: "a", Token: l.Token}, By: time.Millisecond}))
 		e.waitPast(e.get("a").Deadline)
-		e.retry(l, durable.RetryParams{Expired: true, Error: durable.LeaseExpired})
+		e.retry(l, store.RetryParams{Expired: true, Error: durable.LeaseExpired})
 		info := e.get("a")
-		require.Equal(e.t, durable.Pending, info.State)
+		require.Equal(e.t, store.Pending, info.State)
 		require.Equal(e.t, durable.LeaseExpired, info.LastError)
 	}},
 }
 
 // releaseOK releases l, due after from now.
-func (e *env) releaseOK(l durable.Lease, after time.Duration) {
+func (e *env) releaseOK(l store.Lease, after time.Duration) {
 	e.t.Helper()
-	require.NoError(e.t, e.s.Release(e.ctx, l.ID, l.Token, after))
+	require.NoError(e.t, e.s.Retry(e.ctx, store.RetryParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, After: after}))
 }
 
 var releaseRules = []rule{
 	{"GivesBackUnhandled", func(e *env) {
 		e.enqueue(msg("a", e.past()))
-		e.retry(e.claimOne("a", time.Minute), durable.RetryParams{Error: "first"})
+		e.retry(e.claimOne("a", time.Minute), store.RetryParams{Error: "first"})
 		l := e.claimOne("a", time.Minute)
 		require.Equal(e.t, 2, l.Attempt)
 		delay := e.short()
 		before, after := e.around(func() { e.releaseOK(l, delay) })
 		info := e.get("a")
-		require.Equal(e.t, durable.Pending, info.State)
+		require.Equal(e.t, store.Pending, info.State)
 		e.requireBetween(info.Due, before.Add(delay), after.Add(delay), "due the delay after now")
 		require.Equal(e.t, 2, info.Attempt, "the claim stays counted")
 		require.Equal(e.t, "first", info.LastError, "kept")
@@ -184,7 +185,7 @@ var releaseRules = []rule{
 		// again, and a Cancel deletes it.
 		l := e.claimAhead("a", "v1")
 		e.releaseOK(l, 0)
-		require.Equal(e.t, durable.Pending, e.get("a").State)
+		require.Equal(e.t, store.Pending, e.get("a").State)
 		e.requireLost(l, "after Release")
 		require.True(e.t, e.cancel("a"))
 		e.requireCounts(0, 0, 0)
@@ -194,17 +195,17 @@ var releaseRules = []rule{
 var expiredRules = []rule{
 	{"ReadsOnlyEarliestFirst", func(e *env) {
 		e.enqueue(msg("a", e.past()), msg("b", e.past()), msg("c", e.past()), msg("d", e.past()))
-		var ls []durable.Lease
+		var ls []store.Lease
 		for i, lease := range []time.Duration{30, 10, 20, 3600000} {
 			c := e.claim(claimArgs{Limit: 1, Lease: lease * time.Millisecond})
 			require.Len(e.t, c.Leases, 1, "claim %d", i)
 			ls = append(ls, c.Leases[0])
 		}
-		slices.SortFunc(ls, func(a, b durable.Lease) int { return a.Deadline.Compare(b.Deadline) })
+		slices.SortFunc(ls, func(a, b store.Lease) int { return a.Deadline.Compare(b.Deadline) })
 		e.waitPast(ls[2].Deadline)
 		x := e.expired(2)
 		require.Len(e.t, x.Leases, 2, "a limit of two")
-		byID := make(map[string]durable.Lease)
+		byID := make(map[string]store.Lease)
 		for _, l := range ls {
 			byID[l.ID] = l
 		}
@@ -226,8 +227,8 @@ var expiredRules = []rule{
 		require.Empty(e.t, e.expired(0).Leases, "a limit of zero")
 		e.requireCounts(1, 4, 0)
 		for _, l := range ls[:3] {
-			require.Equal(e.t, durable.InFlight, e.get(l.ID).State, "Expired changes nothing")
-			require.NoError(e.t, e.s.Confirm(e.ctx, l.ID, l.Token), "the lease is current")
+			require.Equal(e.t, store.InFlight, e.get(l.ID).State, "Expired changes nothing")
+			require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}), "the lease is current")
 		}
 	}},
 }
@@ -236,15 +237,19 @@ var extendRules = []rule{
 	{"MovesTheDeadline", func(e *env) {
 		e.enqueue(msg("a", e.past()))
 		l := e.claimOne("a", e.short())
-		before, after := e.around(func() { require.NoError(e.t, e.s.Extend(e.ctx, "a", l.Token, time.Hour)) })
+		before, after := e.around(func() {
+			require.NoError(e.t, e.s.Extend(e.ctx, store.ExtendParams{Lease: store.LeaseRef{ID: "a", Token: l.Token}, By: time.Hour}))
+		})
 		d := e.get("a").Deadline
 		e.requireBetween(d, before.Add(time.Hour), after.Add(time.Hour), "by from now")
-		require.ErrorIs(e.t, e.s.Extend(e.ctx, "a", l.Token+1, time.Hour), durable.ErrLeaseLost, "another token")
+		require.ErrorIs(e.t, e.s.Extend(e.ctx, store.ExtendParams{Lease: store.LeaseRef{ID: "a", Token: l.Token + 1}, By: time.Hour}), store.ErrLeaseLost, "another token")
 		require.True(e.t, d.Equal(e.get("a").Deadline), "unchanged")
 		e.waitPast(l.Deadline)
 		require.Zero(e.t, e.reap(10, noBackoff).Returned, "the old deadline is gone")
 
-		before, after = e.around(func() { require.NoError(e.t, e.s.Extend(e.ctx, "a", l.Token, 5*time.Millisecond)) })
+		before, after = e.around(func() {
+			require.NoError(e.t, e.s.Extend(e.ctx, store.ExtendParams{Lease: store.LeaseRef{ID: "a", Token: l.Token}, By: 5 * time.Millisecond}))
+		})
 		d = e.get("a").Deadline
 		e.requireBetween(d, before.Add(5*time.Millisecond), after.Add(5*time.Millisecond), "a shorter lease")
 		e.waitPast(d)
@@ -260,23 +265,23 @@ var reapRules = []rule{
 		require.Zero(e.t, r.Returned+r.Dead)
 		e.requireInstant(l.Deadline, r.NextDeadline, "NextDeadline")
 		require.True(e.t, r.NextDue.IsZero())
-		require.Equal(e.t, durable.InFlight, e.get("a").State)
+		require.Equal(e.t, store.InFlight, e.get("a").State)
 	}},
 	{"EarliestDeadlineFirst", func(e *env) {
 		e.enqueue(msg("a", e.past()), msg("b", e.past()), msg("c", e.past()))
-		var ls []durable.Lease
+		var ls []store.Lease
 		for i, lease := range []time.Duration{30, 10, 20} {
 			c := e.claim(claimArgs{Limit: 1, Lease: lease * time.Millisecond})
 			require.Len(e.t, c.Leases, 1, "claim %d", i)
 			ls = append(ls, c.Leases[0])
 		}
-		slices.SortFunc(ls, func(a, b durable.Lease) int { return a.Deadline.Compare(b.Deadline) })
+		slices.SortFunc(ls, func(a, b store.Lease) int { return a.Deadline.Compare(b.Deadline) })
 		e.waitPast(ls[2].Deadline)
 		for i := range ls {
 			require.Equal(e.t, 1, e.reap(1, noBackoff).Returned, "a limit of one")
 			var reaped []string
 			for _, l := range ls {
-				if e.get(l.ID).State == durable.Pending {
+				if e.get(l.ID).State == store.Pending {
 					reaped = append(reaped, l.ID)
 				}
 			}
@@ -298,7 +303,7 @@ var reapRules = []rule{
 		e.enqueue(msg("a", e.past()))
 		la := e.claimOne("a", time.Millisecond)
 		e.enqueue(msg("b", e.past()))
-		e.retry(e.claimOne("b", time.Hour), durable.RetryParams{Error: "first"})
+		e.retry(e.claimOne("b", time.Hour), store.RetryParams{Error: "first"})
 		lb := e.claimOne("b", time.Millisecond)
 		require.Equal(e.t, 2, lb.Attempt)
 		e.waitPast(la.Deadline)
@@ -311,7 +316,7 @@ var reapRules = []rule{
 		e.requireBetween(r.Now, before, after, "Reaped.Now")
 
 		a := e.get("a")
-		require.Equal(e.t, durable.Pending, a.State)
+		require.Equal(e.t, store.Pending, a.State)
 		require.Equal(e.t, 1, a.Attempt)
 		require.Equal(e.t, durable.LeaseExpired, a.LastError)
 		e.requireBetween(a.Due, before.Add(time.Hour), after.Add(time.Hour), "due Backoff(1) after now")
@@ -319,7 +324,7 @@ var reapRules = []rule{
 		require.True(e.t, r.NextDeadline.IsZero(), "none left in flight")
 
 		b := e.get("b")
-		require.Equal(e.t, durable.Dead, b.State)
+		require.Equal(e.t, store.Dead, b.State)
 		require.Equal(e.t, durable.LeaseExpired, b.LastError, "replaces the text before")
 		e.requireBetween(b.DiedAt, before, after, "DiedAt")
 		e.requireCounts(1, 0, 1)

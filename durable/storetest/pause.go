@@ -7,9 +7,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
-// The rules of SetPaused (see durable.Store): a paused queue leases
+// The rules of SetPaused (see store.Store): a paused queue leases
 // nothing and refuses the Confirm of a lease claimed ahead; every other
 // method goes on; Stats says it. That the flag is kept with the messages
 // (across handles and restarts) and that a resume wakes the receivers of
@@ -19,16 +20,19 @@ import (
 // setPaused pauses or resumes the store.
 func (e *env) setPaused(paused bool) {
 	e.t.Helper()
-	require.NoError(e.t, e.s.SetPaused(e.ctx, paused), "SetPaused(%v)", paused)
+	require.NoError(e.t, e.pauser().SetPaused(e.ctx, paused), "SetPaused(%v)", paused)
 }
 
 // pauseUnsupported reports whether the store says it cannot pause (an
-// error wrapping durable.ErrPauseUnsupported), and checks that it then
+// error wrapping store.ErrPauseUnsupported), and checks that it then
 // changed nothing: not paused, and claims lease as usual.
 func (e *env) pauseUnsupported() bool {
 	e.t.Helper()
-	err := e.s.SetPaused(e.ctx, true)
-	if !errors.Is(err, durable.ErrPauseUnsupported) {
+	if _, ok := e.s.(store.Pauser); !ok {
+		return true // not a store.Pauser: nothing to check
+	}
+	err := e.pauser().SetPaused(e.ctx, true)
+	if !errors.Is(err, store.ErrPauseUnsupported) {
 		require.NoError(e.t, err, "SetPaused(true)")
 		e.setPaused(false)
 		return false
@@ -66,7 +70,7 @@ var pauseRules = unless((*env).pauseUnsupported, []rule{
 		e.claimOne("a", time.Minute) // in flight before the pause
 		e.enqueue(msg("b", e.past()), msg("c", e.now().Add(aheadOf)))
 		e.setPaused(true)
-		var c durable.Claimed
+		var c store.Claimed
 		before, after := e.around(func() {
 			var err error
 			c, err = e.tryClaim(claimArgs{Limit: 10, Held: 1, Lease: time.Minute, Ahead: time.Minute})
@@ -77,7 +81,7 @@ var pauseRules = unless((*env).pauseUnsupported, []rule{
 		e.requireBetween(c.Now, before, after, "Claimed.Now")
 		e.requireInstant(e.get("a").Deadline, c.NextDeadline, "NextDeadline as usual: the lease in flight")
 		e.requireCounts(2, 1, 0)
-		require.Equal(e.t, durable.Pending, e.get("b").State)
+		require.Equal(e.t, store.Pending, e.get("b").State)
 
 		e.setPaused(false)
 		c = e.claim(claimArgs{Limit: 10, Lease: time.Minute, Ahead: time.Minute})
@@ -87,7 +91,7 @@ var pauseRules = unless((*env).pauseUnsupported, []rule{
 	{"WritesGoOnWhilePaused", func(e *env) {
 		e.enqueue(msg("acked", e.past()), msg("extended", e.past()), msg("retried", e.past()),
 			msg("released", e.past()))
-		ls := map[string]durable.Lease{}
+		ls := map[string]store.Lease{}
 		for _, l := range e.claim(claimArgs{Limit: 4, Lease: time.Minute}).Leases {
 			ls[l.ID] = l
 		}
@@ -97,39 +101,39 @@ var pauseRules = unless((*env).pauseUnsupported, []rule{
 		e.setPaused(true)
 
 		e.enqueue(msg("new", e.past()))
-		require.Equal(e.t, durable.Pending, e.get("new").State)
+		require.Equal(e.t, store.Pending, e.get("new").State)
 		require.True(e.t, e.cancel("new"), "Cancel while paused")
 		e.requireNotFound("new")
-		require.NoError(e.t, e.s.Confirm(e.ctx, ls["acked"].ID, ls["acked"].Token), "Confirm of a lease handed out")
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: ls["acked"].ID, Token: ls["acked"].Token}), "Confirm of a lease handed out")
 		e.ack(ls["acked"])
-		require.NoError(e.t, e.s.Extend(e.ctx, "extended", ls["extended"].Token, time.Hour), "Extend while paused")
-		e.retry(ls["retried"], durable.RetryParams{Error: "boom"})
-		require.Equal(e.t, durable.Pending, e.get("retried").State)
-		require.NoError(e.t, e.s.Release(e.ctx, "released", ls["released"].Token, 0), "Release while paused")
-		require.Equal(e.t, durable.Pending, e.get("released").State)
+		require.NoError(e.t, e.s.Extend(e.ctx, store.ExtendParams{Lease: store.LeaseRef{ID: "extended", Token: ls["extended"].Token}, By: time.Hour}), "Extend while paused")
+		e.retry(ls["retried"], store.RetryParams{Error: "boom"})
+		require.Equal(e.t, store.Pending, e.get("retried").State)
+		require.NoError(e.t, e.s.Retry(e.ctx, store.RetryParams{Lease: store.LeaseRef{ID: "released", Token: ls["released"].Token}, After: 0}), "Release while paused")
+		require.Equal(e.t, store.Pending, e.get("released").State)
 
 		// Leases expire and are reaped as usual.
 		e.waitPast(ls["expiring"].Deadline)
 		r := e.reap(10, durable.RetryPolicy{MaxAttempts: 1})
 		require.Equal(e.t, 1, r.Dead, "the expired lease is reaped")
-		require.Equal(e.t, durable.Dead, e.get("expiring").State)
-		require.Equal(e.t, durable.InFlight, e.get("extended").State, "the extended lease is kept")
-		require.NoError(e.t, e.s.Requeue(e.ctx, "expiring", time.Time{}), "Requeue while paused")
+		require.Equal(e.t, store.Dead, e.get("expiring").State)
+		require.Equal(e.t, store.InFlight, e.get("extended").State, "the extended lease is kept")
+		require.NoError(e.t, e.s.Requeue(e.ctx, store.RequeueParams{ID: "expiring", Due: time.Time{}}), "Requeue while paused")
 		require.True(e.t, e.stats().Paused)
 		require.Empty(e.t, e.claim(claimArgs{Limit: 10, Lease: time.Minute}).Leases)
 	}},
 	{"ConfirmRefusesClaimedAheadWhilePaused", func(e *env) {
 		l := e.claimAhead("a", "x")
 		e.setPaused(true)
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, l.ID, l.Token), durable.ErrPaused,
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}), store.ErrPaused,
 			"a lease claimed ahead is not handed out while paused")
 		info := e.get("a")
-		require.Equal(e.t, durable.InFlight, info.State, "Confirm changed nothing")
+		require.Equal(e.t, store.InFlight, info.State, "Confirm changed nothing")
 		require.Equal(e.t, 1, info.Attempt)
 		// The holder gives it back.
-		require.NoError(e.t, e.s.Release(e.ctx, l.ID, l.Token, 0))
-		require.Equal(e.t, durable.Pending, e.get("a").State)
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, l.ID, l.Token), durable.ErrLeaseLost, "released")
+		require.NoError(e.t, e.s.Retry(e.ctx, store.RetryParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, After: 0}))
+		require.Equal(e.t, store.Pending, e.get("a").State)
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}), store.ErrLeaseLost, "released")
 		e.setPaused(false)
 		c := e.claim(claimArgs{Limit: 1, Lease: time.Minute})
 		require.Equal(e.t, []string{"a"}, ids(c.Leases), "claimed again after the resume")
@@ -139,7 +143,7 @@ var pauseRules = unless((*env).pauseUnsupported, []rule{
 		e.enqueue(msg("a", e.past()), msg("b", e.past()))
 		c := e.claim(claimArgs{Limit: 2, Held: 1, Lease: time.Minute})
 		require.Len(e.t, c.Leases, 2)
-		var held durable.Lease
+		var held store.Lease
 		for _, l := range c.Leases {
 			if l.Ahead {
 				held = l
@@ -147,17 +151,17 @@ var pauseRules = unless((*env).pauseUnsupported, []rule{
 		}
 		require.NotEmpty(e.t, held.ID, "one lease held")
 		e.setPaused(true)
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, held.ID, held.Token), durable.ErrPaused)
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: held.ID, Token: held.Token}), store.ErrPaused)
 		e.setPaused(false)
-		require.NoError(e.t, e.s.Confirm(e.ctx, held.ID, held.Token), "after the resume, the lease is handed out")
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: held.ID, Token: held.Token}), "after the resume, the lease is handed out")
 		_, err := e.s.Cancel(e.ctx, held.ID)
-		require.ErrorIs(e.t, err, durable.ErrInFlight, "handed out: Cancel refuses")
+		require.ErrorIs(e.t, err, store.ErrInFlight, "handed out: Cancel refuses")
 	}},
 	{"ConfirmedBeforePauseGoesOn", func(e *env) {
 		l := e.claimAhead("a", "x")
-		require.NoError(e.t, e.s.Confirm(e.ctx, l.ID, l.Token))
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
 		e.setPaused(true)
-		require.NoError(e.t, e.s.Confirm(e.ctx, l.ID, l.Token), "confirmed already: handed out")
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}), "confirmed already: handed out")
 		e.ack(l)
 		e.requireCounts(0, 0, 0)
 	}},

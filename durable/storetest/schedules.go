@@ -4,9 +4,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
 // The series of durable.Queue.Schedule: AdvanceSeries is a compare-and-set
@@ -16,26 +15,26 @@ import (
 // seriesStep is the step of series name from expect (zero: none) to the
 // time last, writing the message name@last due at last, with fingerprint
 // fp.
-func (e *env) seriesStep(name, fp string, expect durable.Series, last time.Time) durable.SeriesStep {
+func (e *env) seriesStep(name, fp string, expect store.Series, last time.Time) store.SeriesStep {
 	id := name + "@" + last.UTC().Format(time.RFC3339Nano)
-	return durable.SeriesStep{
+	return store.SeriesStep{
 		Name: name, ExpectLast: expect.Last, ExpectFingerprint: expect.Fingerprint,
 		Fingerprint: fp, Last: last, Next: last.Add(time.Minute),
-		Message: durable.Message{ID: id, Payload: []byte("payload of " + id), Due: last},
+		Message: store.Message{ID: id, Payload: []byte("payload of " + id), Due: last},
 	}
 }
 
 // advance applies p, which must be applied, and returns the series.
-func (e *env) advanceSeries(p durable.SeriesStep) durable.Series {
+func (e *env) advanceSeries(p store.SeriesStep) store.Series {
 	e.t.Helper()
-	sr, ok, err := e.s.AdvanceSeries(e.ctx, p)
+	sr, ok, err := e.keeper().AdvanceSeries(e.ctx, p)
 	require.NoError(e.t, err)
 	require.True(e.t, ok, "the step from %+v applies", p)
 	return sr
 }
 
 // requireSeries checks that got is want, instants compared as instants.
-func (e *env) requireSeries(want, got durable.Series, what string) {
+func (e *env) requireSeries(want, got store.Series, what string) {
 	e.t.Helper()
 	require.Equal(e.t, want.Name, got.Name, what)
 	require.Equal(e.t, want.Fingerprint, got.Fingerprint, what)
@@ -45,9 +44,9 @@ func (e *env) requireSeries(want, got durable.Series, what string) {
 }
 
 // stored is the series of name as the store reads it.
-func (e *env) stored(name string) durable.Series {
+func (e *env) stored(name string) store.Series {
 	e.t.Helper()
-	sr, err := e.s.Series(e.ctx, name)
+	sr, err := e.keeper().Series(e.ctx, name)
 	require.NoError(e.t, err)
 	return sr
 }
@@ -56,25 +55,28 @@ func (e *env) stored(name string) durable.Series {
 func (e *env) gone(id string) {
 	e.t.Helper()
 	_, err := e.s.Get(e.ctx, id)
-	require.ErrorIs(e.t, err, durable.ErrNotFound, "%s is gone", id)
+	require.ErrorIs(e.t, err, store.ErrNotFound, "%s is gone", id)
 }
 
 // unsupported reports whether the store says it keeps no series (an
-// error wrapping durable.ErrSeriesUnsupported), and checks that it then
+// error wrapping store.ErrSeriesUnsupported), and checks that it then
 // says so from each of the four methods and writes nothing.
 func (e *env) unsupported() bool {
 	e.t.Helper()
-	_, err := e.s.ListSeries(e.ctx)
-	if !errors.Is(err, durable.ErrSeriesUnsupported) {
+	if _, ok := e.s.(store.SeriesKeeper); !ok {
+		return true // not a store.SeriesKeeper: nothing to check
+	}
+	_, err := e.keeper().ListSeries(e.ctx)
+	if !errors.Is(err, store.ErrSeriesUnsupported) {
 		return false
 	}
-	_, err = e.s.Series(e.ctx, "s")
-	require.ErrorIs(e.t, err, durable.ErrSeriesUnsupported, "Series")
-	p := e.seriesStep("s", "fp", durable.Series{}, e.now())
-	_, _, err = e.s.AdvanceSeries(e.ctx, p)
-	require.ErrorIs(e.t, err, durable.ErrSeriesUnsupported, "AdvanceSeries")
-	_, err = e.s.DeleteSeries(e.ctx, "s")
-	require.ErrorIs(e.t, err, durable.ErrSeriesUnsupported, "DeleteSeries")
+	_, err = e.keeper().Series(e.ctx, "s")
+	require.ErrorIs(e.t, err, store.ErrSeriesUnsupported, "Series")
+	p := e.seriesStep("s", "fp", store.Series{}, e.now())
+	_, _, err = e.keeper().AdvanceSeries(e.ctx, p)
+	require.ErrorIs(e.t, err, store.ErrSeriesUnsupported, "AdvanceSeries")
+	_, err = e.keeper().DeleteSeries(e.ctx, "s")
+	require.ErrorIs(e.t, err, store.ErrSeriesUnsupported, "DeleteSeries")
 	e.gone(p.Message.ID)
 	return true
 }
@@ -84,32 +86,32 @@ func (e *env) unsupported() bool {
 // that it says so (see unsupported) instead.
 var seriesRules = unless((*env).unsupported, []rule{
 	{"NoneAtFirst", func(e *env) {
-		_, err := e.s.Series(e.ctx, "s")
-		require.ErrorIs(e.t, err, durable.ErrNotFound)
-		list, err := e.s.ListSeries(e.ctx)
+		_, err := e.keeper().Series(e.ctx, "s")
+		require.ErrorIs(e.t, err, store.ErrNotFound)
+		list, err := e.keeper().ListSeries(e.ctx)
 		require.NoError(e.t, err)
 		require.Empty(e.t, list)
-		found, err := e.s.DeleteSeries(e.ctx, "s")
+		found, err := e.keeper().DeleteSeries(e.ctx, "s")
 		require.NoError(e.t, err)
 		require.False(e.t, found)
 	}},
 	{"CreateWritesStateAndMessage", func(e *env) {
 		at := e.now().Add(time.Minute)
-		p := e.seriesStep("s", "fp1", durable.Series{}, at)
+		p := e.seriesStep("s", "fp1", store.Series{}, at)
 		sr := e.advanceSeries(p)
-		want := durable.Series{Name: "s", Fingerprint: "fp1", Last: at, Next: at.Add(time.Minute), Pending: p.Message.ID}
+		want := store.Series{Name: "s", Fingerprint: "fp1", Last: at, Next: at.Add(time.Minute), Pending: p.Message.ID}
 		e.requireSeries(want, sr, "returned")
 		e.requireSeries(want, e.stored("s"), "stored")
 		info := e.get(p.Message.ID)
-		require.Equal(e.t, durable.Pending, info.State)
+		require.Equal(e.t, store.Pending, info.State)
 		require.True(e.t, at.Equal(info.Due), "due at its time")
 		require.Equal(e.t, string(p.Message.Payload), string(info.Payload))
 	}},
 	{"CreateOnlyOnce", func(e *env) {
 		at := e.now().Add(time.Minute)
-		first := e.advanceSeries(e.seriesStep("s", "fp1", durable.Series{}, at))
-		p := e.seriesStep("s", "fp2", durable.Series{}, at.Add(time.Second))
-		cur, ok, err := e.s.AdvanceSeries(e.ctx, p)
+		first := e.advanceSeries(e.seriesStep("s", "fp1", store.Series{}, at))
+		p := e.seriesStep("s", "fp2", store.Series{}, at.Add(time.Second))
+		cur, ok, err := e.keeper().AdvanceSeries(e.ctx, p)
 		require.NoError(e.t, err)
 		require.False(e.t, ok, "the series exists")
 		e.requireSeries(first, cur, "the current state comes back")
@@ -121,17 +123,17 @@ var seriesRules = unless((*env).unsupported, []rule{
 		// is delivered and acked; the other's step from a must not write
 		// it again.
 		a := e.now()
-		sa := e.advanceSeries(e.seriesStep("s", "fp", durable.Series{}, a))
+		sa := e.advanceSeries(e.seriesStep("s", "fp", store.Series{}, a))
 		b := a.Add(100 * time.Millisecond) // short: a real-clock store waits for it
 		pb := e.seriesStep("s", "fp", sa, b)
 		sb := e.advanceSeries(pb)
 		e.waitPast(a)
 		l := e.claimOne(sa.Pending, time.Minute)
-		require.NoError(e.t, e.s.Ack(e.ctx, l.ID, l.Token))
+		require.NoError(e.t, e.s.Ack(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
 		e.waitPast(b)
 		lb := e.claimOne(pb.Message.ID, time.Minute)
-		require.NoError(e.t, e.s.Ack(e.ctx, lb.ID, lb.Token))
-		cur, ok, err := e.s.AdvanceSeries(e.ctx, pb)
+		require.NoError(e.t, e.s.Ack(e.ctx, store.LeaseRef{ID: lb.ID, Token: lb.Token}))
+		cur, ok, err := e.keeper().AdvanceSeries(e.ctx, pb)
 		require.NoError(e.t, err)
 		require.False(e.t, ok, "the series moved on")
 		e.requireSeries(sb, cur, "the current state comes back")
@@ -139,11 +141,11 @@ var seriesRules = unless((*env).unsupported, []rule{
 	}},
 	{"FingerprintChecked", func(e *env) {
 		at := e.now().Add(time.Minute)
-		sr := e.advanceSeries(e.seriesStep("s", "fp1", durable.Series{}, at))
+		sr := e.advanceSeries(e.seriesStep("s", "fp1", store.Series{}, at))
 		other := sr
 		other.Fingerprint = "fp2"
 		p := e.seriesStep("s", "fp2", other, at.Add(time.Minute))
-		_, ok, err := e.s.AdvanceSeries(e.ctx, p)
+		_, ok, err := e.keeper().AdvanceSeries(e.ctx, p)
 		require.NoError(e.t, err)
 		require.False(e.t, ok, "a step that expects another fingerprint")
 		e.gone(p.Message.ID)
@@ -153,13 +155,13 @@ var seriesRules = unless((*env).unsupported, []rule{
 	}},
 	{"CancelBeforeMessage", func(e *env) {
 		at := e.now().Add(time.Minute)
-		sr := e.advanceSeries(e.seriesStep("s", "fp1", durable.Series{}, at))
+		sr := e.advanceSeries(e.seriesStep("s", "fp1", store.Series{}, at))
 		// Cancel the pending message, write none: Pending is kept.
 		p := e.seriesStep("s", "fp2", sr, at)
-		p.Message, p.Cancel = durable.Message{}, sr.Pending
+		p.Message, p.Cancel = store.Message{}, sr.Pending
 		got := e.advanceSeries(p)
 		e.gone(sr.Pending)
-		e.requireSeries(durable.Series{Name: "s", Fingerprint: "fp2", Last: at, Next: at.Add(time.Minute), Pending: sr.Pending}, got, "no message: Pending kept")
+		e.requireSeries(store.Series{Name: "s", Fingerprint: "fp2", Last: at, Next: at.Add(time.Minute), Pending: sr.Pending}, got, "no message: Pending kept")
 		// Cancel and write the same ID: the message is the new one.
 		p = e.seriesStep("s", "fp3", got, at)
 		p.Cancel = p.Message.ID
@@ -169,19 +171,19 @@ var seriesRules = unless((*env).unsupported, []rule{
 	}},
 	{"CancelLeavesAHandedOutMessage", func(e *env) {
 		at := e.now()
-		sr := e.advanceSeries(e.seriesStep("s", "fp", durable.Series{}, at))
+		sr := e.advanceSeries(e.seriesStep("s", "fp", store.Series{}, at))
 		e.waitPast(at)
 		e.claimOne(sr.Pending, time.Minute)
 		p := e.seriesStep("s", "fp2", sr, at.Add(time.Minute))
 		p.Cancel = sr.Pending
 		e.advanceSeries(p)
-		require.Equal(e.t, durable.InFlight, e.get(sr.Pending).State, "handed out: left alone")
-		require.Equal(e.t, durable.Pending, e.get(p.Message.ID).State)
+		require.Equal(e.t, store.InFlight, e.get(sr.Pending).State, "handed out: left alone")
+		require.Equal(e.t, store.Pending, e.get(p.Message.ID).State)
 	}},
 	{"MessageReplacesAsEnqueue", func(e *env) {
 		at := e.now().Add(time.Minute)
-		p := e.seriesStep("s", "fp", durable.Series{}, at)
-		e.enqueue(durable.Message{ID: p.Message.ID, Payload: []byte("old"), Due: at.Add(time.Hour)})
+		p := e.seriesStep("s", "fp", store.Series{}, at)
+		e.enqueue(store.Message{ID: p.Message.ID, Payload: []byte("old"), Due: at.Add(time.Hour)})
 		e.advanceSeries(p)
 		info := e.get(p.Message.ID)
 		require.Equal(e.t, string(p.Message.Payload), string(info.Payload))
@@ -190,9 +192,9 @@ var seriesRules = unless((*env).unsupported, []rule{
 	{"ListByName", func(e *env) {
 		at := e.now().Add(time.Minute)
 		for _, name := range []string{"b", "a", "c"} {
-			e.advanceSeries(e.seriesStep(name, "fp-"+name, durable.Series{}, at))
+			e.advanceSeries(e.seriesStep(name, "fp-"+name, store.Series{}, at))
 		}
-		list, err := e.s.ListSeries(e.ctx)
+		list, err := e.keeper().ListSeries(e.ctx)
 		require.NoError(e.t, err)
 		var names []string
 		for _, sr := range list {
@@ -203,28 +205,28 @@ var seriesRules = unless((*env).unsupported, []rule{
 	}},
 	{"DeleteCancelsPending", func(e *env) {
 		at := e.now().Add(time.Minute)
-		sr := e.advanceSeries(e.seriesStep("s", "fp", durable.Series{}, at))
-		e.advanceSeries(e.seriesStep("t", "fp", durable.Series{}, at))
-		found, err := e.s.DeleteSeries(e.ctx, "s")
+		sr := e.advanceSeries(e.seriesStep("s", "fp", store.Series{}, at))
+		e.advanceSeries(e.seriesStep("t", "fp", store.Series{}, at))
+		found, err := e.keeper().DeleteSeries(e.ctx, "s")
 		require.NoError(e.t, err)
 		require.True(e.t, found)
 		e.gone(sr.Pending)
-		_, err = e.s.Series(e.ctx, "s")
-		require.ErrorIs(e.t, err, durable.ErrNotFound)
+		_, err = e.keeper().Series(e.ctx, "s")
+		require.ErrorIs(e.t, err, store.ErrNotFound)
 		require.Equal(e.t, "t", e.stored("t").Name, "the other series stays")
-		found, err = e.s.DeleteSeries(e.ctx, "s")
+		found, err = e.keeper().DeleteSeries(e.ctx, "s")
 		require.NoError(e.t, err)
 		require.False(e.t, found)
 	}},
 	{"DeleteLeavesAHandedOutMessage", func(e *env) {
 		at := e.now()
-		sr := e.advanceSeries(e.seriesStep("s", "fp", durable.Series{}, at))
+		sr := e.advanceSeries(e.seriesStep("s", "fp", store.Series{}, at))
 		e.waitPast(at)
 		e.claimOne(sr.Pending, time.Minute)
-		found, err := e.s.DeleteSeries(e.ctx, "s")
+		found, err := e.keeper().DeleteSeries(e.ctx, "s")
 		require.NoError(e.t, err)
 		require.True(e.t, found)
-		require.Equal(e.t, durable.InFlight, e.get(sr.Pending).State)
+		require.Equal(e.t, store.InFlight, e.get(sr.Pending).State)
 	}},
 })
 

@@ -1,4 +1,4 @@
-// Package storetest is the conformance suite of the durable.Store
+// Package storetest is the conformance suite of the store.Store
 // contract: a store passes if Run passes against it.
 //
 // A store's test calls Run with a Harness that makes fresh, empty stores:
@@ -6,7 +6,7 @@
 //	func TestContract(t *testing.T) {
 //		mock := clock.NewMock()
 //		storetest.Run(t, storetest.Harness{
-//			New:     func(t *testing.T) durable.Store { return mystore.New(mock) },
+//			New:     func(t *testing.T) store.Store { return mystore.New(mock) },
 //			Now:     mock.Now,
 //			Advance: mock.Add,
 //		})
@@ -15,7 +15,7 @@
 // Each rule of the contract is a subtest of Run, on a store of its own,
 // named after the method and the rule ("Cancel/HandedOutIsInFlight"), so
 // that a failure names the rule a store breaks. The rules are those of
-// the doc comments of durable.Store and of the types it returns; package
+// the doc comments of store.Store and of the types it returns; package
 // durable/memstore is the reference store that keeps them all.
 //
 // Time: the suite measures the store's instants (due times, deadlines,
@@ -29,25 +29,25 @@
 // writes due times in whole microseconds, which every store keeps.
 //
 // Order: a store that keeps its orders within a shard only says so by
-// implementing durable.ShardedOrder, and the suite then checks the rules
+// implementing store.ShardedOrder, and the suite then checks the rules
 // of order (Claim, Expired, the reap, List) and of hand-out (a Claim hands
 // out at most Limit-Held) in their weaker form, per shard, with its Shard.
 // No rule is skipped for any store.
 //
-// Series: the group Series checks the four methods of the series of
-// durable.Queue.Schedule (AdvanceSeries, Series, ListSeries,
-// DeleteSeries). A store that cannot keep series as configured passes it
-// by returning an error wrapping durable.ErrSeriesUnsupported from each.
+// Series: the group Series checks the four methods of a
+// store.SeriesKeeper (AdvanceSeries, Series, ListSeries, DeleteSeries).
+// A store that is none skips it; one that cannot keep series as
+// configured passes it by returning an error wrapping
+// store.ErrSeriesUnsupported from each.
 //
-// Pause: the group Pause checks SetPaused and what it does to Claim,
-// Confirm and Stats. A store that cannot pause passes it by returning an
-// error wrapping durable.ErrPauseUnsupported, changing nothing.
+// Pause: the group Pause checks the SetPaused of a store.Pauser and what
+// it does to Claim, Confirm and Stats. A store that is none skips it.
 //
 // What the suite cannot check through a Harness, which makes one handle
 // per store: that a Notifier wakes when another handle on the same
 // backend writes (it checks that the channel given back by Wakeups' stop
-// receives no more), and dead-letter retention, which each store sets
-// with an option of its own. A store's own tests keep those.
+// receives no more), and dead-letter retention (RetryParams.Retention),
+// which each store's own tests check. A store's own tests keep those.
 package storetest
 
 import (
@@ -58,17 +58,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // Harness makes fresh stores for the suite. Now and Advance drive the store's clock where it has one
 // the suite can move (nil: the suite uses the real clock, with bounds for a loaded machine).
 type Harness struct {
-	New     func(t *testing.T) durable.Store
+	New     func(t *testing.T) store.Store
 	Now     func() time.Time
 	Advance func(d time.Duration)
 }
 
-// Run runs every rule of the durable.Store contract against stores made by h.
+// Run runs every rule of the store.Store contract against stores made by h.
 func Run(t *testing.T, h Harness) {
 	require.NotNil(t, h.New, "Harness.New")
 	require.Equal(t, h.Now == nil, h.Advance == nil, "Harness: give both Now and Advance, or neither")
@@ -121,7 +122,7 @@ var rules = []group{
 // env is what a rule works with: a fresh store, its test, and the clock.
 type env struct {
 	t   *testing.T
-	s   durable.Store
+	s   store.Store
 	ctx context.Context
 	// mock is true if the harness moves the store's clock: instants are
 	// then exact, and time passes only by Advance.
@@ -217,16 +218,17 @@ func (e *env) waitPast(at time.Time) {
 // The calls to Claim, Retry and the reap are made here and nowhere else.
 
 // claimArgs are the parameters of a Claim.
-type claimArgs = durable.ClaimParams
+type claimArgs = store.ClaimParams
 
 // tryClaim calls Claim.
-func (e *env) tryClaim(a claimArgs) (durable.Claimed, error) {
+func (e *env) tryClaim(a claimArgs) (store.Claimed, error) {
 	return e.s.Claim(e.ctx, a)
 }
 
 // tryRetry calls Retry.
-func (e *env) tryRetry(l durable.Lease, p durable.RetryParams) error {
-	return e.s.Retry(e.ctx, l.ID, l.Token, p)
+func (e *env) tryRetry(l store.Lease, p store.RetryParams) error {
+	p.Lease = l.Ref()
+	return e.s.Retry(e.ctx, p)
 }
 
 // tryReap reaps as a Queue does (durable.Reap: Expired, then a fenced

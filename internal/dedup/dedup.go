@@ -1,9 +1,9 @@
 // Package dedup holds what the stores on a server share about a batch of
-// messages with repeated IDs (durable.Store.Enqueue: of two messages of
+// messages with repeated IDs (store.Store.Enqueue: of two messages of
 // one ID, the later wins, as two calls would write them).
 package dedup
 
-import "github.com/seed64e23a5c/timingwheel/durable"
+import "github.com/seed64e23a5c/timingwheel/durable/store"
 
 // LastOfEachID returns msgs without the messages that a later one of the
 // same ID replaces: writing them would change nothing in the end, and a
@@ -11,7 +11,7 @@ import "github.com/seed64e23a5c/timingwheel/durable"
 // only once (ON CONFLICT DO UPDATE cannot write a row twice; the Redis
 // script's nonce needs each ID once). msgs itself is returned when no ID
 // repeats.
-func LastOfEachID(msgs []durable.Message) []durable.Message {
+func LastOfEachID(msgs []store.Message) []store.Message {
 	if len(msgs) <= 1 {
 		return msgs
 	}
@@ -22,7 +22,7 @@ func LastOfEachID(msgs []durable.Message) []durable.Message {
 	if len(last) == len(msgs) {
 		return msgs
 	}
-	out := make([]durable.Message, 0, len(last))
+	out := make([]store.Message, 0, len(last))
 	for i := range msgs {
 		if last[msgs[i].ID] == i {
 			out = append(out, msgs[i])

@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
 // LargeEnqueueAlone checks that an Enqueue of n messages (the size from
@@ -19,7 +18,7 @@ import (
 // the first small call's round trip is held; release lets it go, and may
 // be called again; waiting reports how many calls wait for a shared round
 // trip.
-func LargeEnqueueAlone(t *testing.T, s durable.Store, n int, started <-chan struct{}, release func(), waiting func() int) {
+func LargeEnqueueAlone(t *testing.T, s store.Store, n int, started <-chan struct{}, release func(), waiting func() int) {
 	t.Helper()
 	ctx := context.Background()
 	t.Cleanup(release) // before the store closes, if the test fails early
@@ -30,9 +29,9 @@ func LargeEnqueueAlone(t *testing.T, s durable.Store, n int, started <-chan stru
 		return st.Pending
 	}
 
-	large := make([]durable.Message, n)
+	large := make([]store.Message, n)
 	for i := range large {
-		large[i] = durable.Message{ID: fmt.Sprint("large ", i)}
+		large[i] = store.Message{ID: fmt.Sprint("large ", i)}
 	}
 	ended, cancel := context.WithCancel(ctx)
 	cancel()
@@ -40,10 +39,10 @@ func LargeEnqueueAlone(t *testing.T, s durable.Store, n int, started <-chan stru
 		"a large call with its context ended returns the context's error, as a shared one does")
 
 	first := make(chan error, 1)
-	go func() { first <- s.Enqueue(ctx, []durable.Message{{ID: "small"}}) }()
+	go func() { first <- s.Enqueue(ctx, []store.Message{{ID: "small"}}) }()
 	<-started
 	second := make(chan error, 1)
-	go func() { second <- s.Enqueue(ctx, []durable.Message{{ID: "small too"}}) }()
+	go func() { second <- s.Enqueue(ctx, []store.Message{{ID: "small too"}}) }()
 	require.Eventually(t, func() bool { return waiting() == 1 }, 10*time.Second, time.Millisecond,
 		"a small call waits for the one held")
 

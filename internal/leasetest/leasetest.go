@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
 // AcksAndConfirmsAtOnce enqueues 2n messages to s, which holds no
@@ -25,25 +24,25 @@ import (
 // each call's outcome (nil, nil, ErrLeaseLost) and what is left: the
 // acked messages gone, the confirmed ones handed out (in flight, and a
 // Cancel of them fails).
-func AcksAndConfirmsAtOnce(t *testing.T, s durable.Store, n int, started func()) {
+func AcksAndConfirmsAtOnce(t *testing.T, s store.Store, n int, started func()) {
 	t.Helper()
 	ctx := context.Background()
-	msgs := make([]durable.Message, 2*n)
+	msgs := make([]store.Message, 2*n)
 	for i := range msgs {
-		msgs[i] = durable.Message{ID: fmt.Sprintf("k%04d", i), Payload: []byte("p")}
+		msgs[i] = store.Message{ID: fmt.Sprintf("k%04d", i), Payload: []byte("p")}
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	var leases []durable.Lease
+	var leases []store.Lease
 	for len(leases) < 2*n {
 		left := 2*n - len(leases)
-		c, err := s.Claim(ctx, durable.ClaimParams{Limit: left, Held: left, Lease: time.Minute})
+		c, err := s.Claim(ctx, store.ClaimParams{Limit: left, Held: left, Lease: time.Minute})
 		require.NoError(t, err)
 		require.NotEmpty(t, c.Leases, "claimed %d of %d", len(leases), 2*n)
 		leases = append(leases, c.Leases...)
 	}
 	toAck, toConfirm := leases[:n], leases[n:]
 	for _, l := range toAck {
-		require.NoError(t, s.Confirm(ctx, l.ID, l.Token))
+		require.NoError(t, s.Confirm(ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
 	}
 
 	started()
@@ -51,17 +50,20 @@ func AcksAndConfirmsAtOnce(t *testing.T, s durable.Store, n int, started func())
 	start := make(chan struct{})
 	acked, confirmed, stale := make([]error, n), make([]error, n), make([]error, n)
 	for i := range n {
-		wg.Go(func() { <-start; acked[i] = s.Ack(ctx, toAck[i].ID, toAck[i].Token) })
-		wg.Go(func() { <-start; confirmed[i] = s.Confirm(ctx, toConfirm[i].ID, toConfirm[i].Token) })
+		wg.Go(func() { <-start; acked[i] = s.Ack(ctx, store.LeaseRef{ID: toAck[i].ID, Token: toAck[i].Token}) })
+		wg.Go(func() {
+			<-start
+			confirmed[i] = s.Confirm(ctx, store.LeaseRef{ID: toConfirm[i].ID, Token: toConfirm[i].Token})
+		})
 		// A token that is current, but for another message.
-		wg.Go(func() { <-start; stale[i] = s.Confirm(ctx, toAck[i].ID, toConfirm[i].Token) })
+		wg.Go(func() { <-start; stale[i] = s.Confirm(ctx, store.LeaseRef{ID: toAck[i].ID, Token: toConfirm[i].Token}) })
 	}
 	close(start)
 	wg.Wait()
 	for i := range n {
 		require.NoError(t, acked[i], "ack of %s", toAck[i].ID)
 		require.NoError(t, confirmed[i], "confirmation of %s", toConfirm[i].ID)
-		require.ErrorIs(t, stale[i], durable.ErrLeaseLost, "a stale token of %s", toAck[i].ID)
+		require.ErrorIs(t, stale[i], store.ErrLeaseLost, "a stale token of %s", toAck[i].ID)
 	}
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
@@ -69,6 +71,6 @@ func AcksAndConfirmsAtOnce(t *testing.T, s durable.Store, n int, started func())
 	assert.Equal(t, n, st.InFlight, "the acked are gone, the confirmed in flight")
 	for _, l := range toConfirm {
 		_, err := s.Cancel(ctx, l.ID)
-		require.ErrorIs(t, err, durable.ErrInFlight, "%s was handed out", l.ID)
+		require.ErrorIs(t, err, store.ErrInFlight, "%s was handed out", l.ID)
 	}
 }

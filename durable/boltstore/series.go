@@ -1,4 +1,4 @@
-package durable
+package boltstore
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -31,21 +32,21 @@ func seriesBucket(tx *bolt.Tx) (*bolt.Bucket, error) {
 }
 
 // getSeries reads the series name from b; ok is false if there is none.
-func getSeries(b *bolt.Bucket, name string) (sr Series, ok bool, err error) {
+func getSeries(b *bolt.Bucket, name string) (sr store.Series, ok bool, err error) {
 	v := b.Get([]byte(name))
 	if v == nil {
-		return Series{}, false, nil
+		return store.Series{}, false, nil
 	}
 	sr, err = decodeSeries(name, v)
 	return sr, err == nil, err
 }
 
-func decodeSeries(name string, v []byte) (Series, error) {
+func decodeSeries(name string, v []byte) (store.Series, error) {
 	var bs boltSeries
 	if err := json.Unmarshal(v, &bs); err != nil {
-		return Series{}, fmt.Errorf("%w: series %q: %v", ErrCorrupt, name, err)
+		return store.Series{}, fmt.Errorf("%w: series %q: %v", ErrCorrupt, name, err)
 	}
-	return Series{Name: name, Fingerprint: bs.Fingerprint, Last: seriesTime(bs.Last),
+	return store.Series{Name: name, Fingerprint: bs.Fingerprint, Last: seriesTime(bs.Last),
 		Next: seriesTime(bs.Next), Pending: bs.Pending}, nil
 }
 
@@ -67,14 +68,14 @@ func seriesNanos(t time.Time) int64 {
 
 // AdvanceSeries implements Store: the check, the cancel, the message and
 // the state in one transaction.
-func (s *BoltStore) AdvanceSeries(ctx context.Context, p SeriesStep) (cur Series, done bool, err error) {
+func (s *Store) AdvanceSeries(ctx context.Context, p store.SeriesStep) (cur store.Series, done bool, err error) {
 	if p.Message.ID != "" {
 		if err := p.Message.Validate(); err != nil {
-			return Series{}, false, err
+			return store.Series{}, false, err
 		}
 	}
 	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
-		cur, done = Series{}, false // fn may run twice (see runBatch)
+		cur, done = store.Series{}, false // fn may run twice (see runBatch)
 		b, err := seriesBucket(t.tx)
 		if err != nil {
 			return false, err
@@ -88,11 +89,11 @@ func (s *BoltStore) AdvanceSeries(ctx context.Context, p SeriesStep) (cur Series
 			return false, nil
 		}
 		if p.Cancel != "" {
-			if _, err := s.cancelIn(t, p.Cancel); err != nil && !errors.Is(err, ErrInFlight) {
+			if _, err := s.cancelIn(t, p.Cancel); err != nil && !errors.Is(err, store.ErrInFlight) {
 				return false, err
 			}
 		}
-		next := Series{Name: p.Name, Fingerprint: p.Fingerprint, Last: p.Last, Next: p.Next, Pending: old.Pending}
+		next := store.Series{Name: p.Name, Fingerprint: p.Fingerprint, Last: p.Last, Next: p.Next, Pending: old.Pending}
 		if p.Message.ID != "" {
 			if err := s.enqueueIn(t, s.now(), p.Message); err != nil {
 				return false, err
@@ -111,23 +112,23 @@ func (s *BoltStore) AdvanceSeries(ctx context.Context, p SeriesStep) (cur Series
 		return true, nil
 	})
 	if err != nil {
-		return Series{}, false, err
+		return store.Series{}, false, err
 	}
 	return cur, done, nil
 }
 
 // Series implements Store. A file of a version before series (opened
 // read-only, see twq) has no series bucket, and no series.
-func (s *BoltStore) Series(ctx context.Context, name string) (sr Series, err error) {
+func (s *Store) Series(ctx context.Context, name string) (sr store.Series, err error) {
 	err = s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSeries)
 		if b == nil {
-			return fmt.Errorf("%w: no series %q", ErrNotFound, name)
+			return fmt.Errorf("%w: no series %q", store.ErrNotFound, name)
 		}
 		var ok bool
 		sr, ok, err = getSeries(b, name)
 		if err == nil && !ok {
-			err = fmt.Errorf("%w: no series %q", ErrNotFound, name)
+			err = fmt.Errorf("%w: no series %q", store.ErrNotFound, name)
 		}
 		return err
 	})
@@ -135,7 +136,7 @@ func (s *BoltStore) Series(ctx context.Context, name string) (sr Series, err err
 }
 
 // ListSeries implements Store: bbolt keeps the keys in bytewise order.
-func (s *BoltStore) ListSeries(ctx context.Context) (out []Series, err error) {
+func (s *Store) ListSeries(ctx context.Context) (out []store.Series, err error) {
 	err = s.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSeries)
 		if b == nil {
@@ -151,7 +152,7 @@ func (s *BoltStore) ListSeries(ctx context.Context) (out []Series, err error) {
 }
 
 // DeleteSeries implements Store.
-func (s *BoltStore) DeleteSeries(ctx context.Context, name string) (found bool, err error) {
+func (s *Store) DeleteSeries(ctx context.Context, name string) (found bool, err error) {
 	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
 		found = false // fn may run twice (see runBatch)
 		b, err := seriesBucket(t.tx)
@@ -163,7 +164,7 @@ func (s *BoltStore) DeleteSeries(ctx context.Context, name string) (found bool, 
 			return false, err
 		}
 		if sr.Pending != "" {
-			if _, err := s.cancelIn(t, sr.Pending); err != nil && !errors.Is(err, ErrInFlight) {
+			if _, err := s.cancelIn(t, sr.Pending); err != nil && !errors.Is(err, store.ErrInFlight) {
 				return false, err
 			}
 		}

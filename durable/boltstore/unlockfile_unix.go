@@ -1,6 +1,6 @@
 //go:build unix
 
-package durable
+package boltstore
 
 import (
 	"os"

@@ -1,14 +1,16 @@
-package durable
+package boltstore
 
 import (
 	"context"
 	"fmt"
+
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
-// Get implements Store.
-func (s *BoltStore) Get(ctx context.Context, id string) (info Info, err error) {
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, id string) (info store.Info, err error) {
 	if err := ctx.Err(); err != nil {
-		return Info{}, err
+		return store.Info{}, err
 	}
 	err = s.viewTxn(func(t *txn) error {
 		r, err := t.get(id)
@@ -16,7 +18,7 @@ func (s *BoltStore) Get(ctx context.Context, id string) (info Info, err error) {
 		case err != nil:
 			return err
 		case r == nil:
-			return fmt.Errorf("%w: %q", ErrNotFound, id)
+			return fmt.Errorf("%w: %q", store.ErrNotFound, id)
 		}
 		info = r.info(id)
 		return nil
@@ -24,10 +26,11 @@ func (s *BoltStore) Get(ctx context.Context, id string) (info Info, err error) {
 	return info, err
 }
 
-// List implements Store. A page is one read transaction, which walks the
+// List implements store.Store. A page is one read transaction, which walks the
 // state's index from the cursor: its cost grows with limit, not with the
 // number of messages.
-func (s *BoltStore) List(ctx context.Context, st State, cursor string, limit int) (infos []Info, next string, err error) {
+func (s *Store) List(ctx context.Context, p store.ListParams) (infos []store.Info, next string, err error) {
+	st, cursor, limit := p.State, p.Cursor, p.Limit
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
@@ -37,10 +40,11 @@ func (s *BoltStore) List(ctx context.Context, st State, cursor string, limit int
 	}
 	var after []byte
 	if cursor != "" {
-		k, err := parseCursorKey(st, cursor)
+		c, err := store.ParseCursor(st, cursor)
 		if err != nil {
 			return nil, "", err
 		}
+		k := makeIndexKey(unixNano(c.At), c.Seq)
 		after = k[:]
 	}
 	err = s.viewTxn(func(t *txn) error {
@@ -61,7 +65,7 @@ func (s *BoltStore) List(ctx context.Context, st State, cursor string, limit int
 				return fmt.Errorf("%w: %v index names %q, which is not there", ErrCorrupt, st, id)
 			}
 			infos = append(infos, r.info(string(id)))
-			next = cursorOf(st, indexKey(k))
+			next = store.Cursor{State: st, At: fromUnixNano(indexKey(k).at()), Seq: indexKey(k).seq()}.String()
 		}
 		if k == nil {
 			next = ""
@@ -75,29 +79,29 @@ func (s *BoltStore) List(ctx context.Context, st State, cursor string, limit int
 }
 
 // info is what Get and List tell of the record r of id.
-func (r *record) info(id string) Info {
-	info := Info{ID: id, Payload: r.payload, Attempt: int(r.attempt), LastError: r.lastError}
+func (r *record) info(id string) store.Info {
+	info := store.Info{ID: id, Payload: r.payload, Attempt: int(r.attempt), LastError: r.lastError}
 	if r.enqueuedAt != 0 {
 		info.EnqueuedAt = fromUnixNano(r.enqueuedAt)
 	}
 	switch r.state {
 	case statePending:
-		info.State, info.Due = Pending, fromUnixNano(r.due)
+		info.State, info.Due = store.Pending, fromUnixNano(r.due)
 	case stateInflight:
-		info.State, info.Deadline = InFlight, fromUnixNano(r.key.at())
+		info.State, info.Deadline = store.InFlight, fromUnixNano(r.key.at())
 	case stateDead:
-		info.State, info.DiedAt = Dead, fromUnixNano(r.key.at())
+		info.State, info.DiedAt = store.Dead, fromUnixNano(r.key.at())
 	}
 	return info
 }
 
-func boltState(s State) (msgState, bool) {
+func boltState(s store.State) (msgState, bool) {
 	switch s {
-	case Pending:
+	case store.Pending:
 		return statePending, true
-	case InFlight:
+	case store.InFlight:
 		return stateInflight, true
-	case Dead:
+	case store.Dead:
 		return stateDead, true
 	}
 	return 0, false

@@ -1,4 +1,4 @@
-package durable
+package boltstore
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
@@ -67,76 +68,70 @@ func TestOpenVersion1File(t *testing.T) {
 	due, deadline, died := start.Add(-time.Minute), start.Add(time.Minute), start.Add(-time.Hour)
 	writeV1File(t, path, due, deadline, died)
 
-	q, err := Open(path, WithClock(mock), WithMaxAttempts(3))
+	s, err := Open(path, WithClock(mock))
 	require.NoError(t, err)
-	defer q.Close()
+	defer s.Close()
 
-	st, err := q.Stats(ctx)
+	st, err := s.Stats(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, Stats{Pending: 1, InFlight: 1, Dead: 1, NextDue: fromUnixNano(due.UnixNano())}, st)
+	assert.Equal(t, store.Stats{Pending: 1, InFlight: 1, Dead: 1, NextDue: fromUnixNano(due.UnixNano())}, st)
 
-	p, err := q.Get(ctx, "old-pending")
+	p, err := s.Get(ctx, "old-pending")
 	require.NoError(t, err)
-	assert.Equal(t, Info{ID: "old-pending", Payload: []byte("p"), State: Pending, Due: fromUnixNano(due.UnixNano())}, p,
+	assert.Equal(t, store.Info{ID: "old-pending", Payload: []byte("p"), State: store.Pending, Due: fromUnixNano(due.UnixNano())}, p,
 		"no EnqueuedAt and no LastError in a version 1 record")
-	f, err := q.Get(ctx, "old-inflight")
+	f, err := s.Get(ctx, "old-inflight")
 	require.NoError(t, err)
-	assert.Equal(t, Info{ID: "old-inflight", Payload: []byte("f"), State: InFlight, Attempt: 1, Deadline: fromUnixNano(deadline.UnixNano())}, f)
-	dead, next, err := q.List(ctx, Dead, "", 10)
+	assert.Equal(t, store.Info{ID: "old-inflight", Payload: []byte("f"), State: store.InFlight, Attempt: 1, Deadline: fromUnixNano(deadline.UnixNano())}, f)
+	dead, next, err := s.List(ctx, store.ListParams{State: store.Dead, Limit: 10})
 	assert.Empty(t, next)
 	require.NoError(t, err)
 	require.Len(t, dead, 1)
-	assert.Equal(t, Info{ID: "old-dead", Payload: []byte("d"), State: Dead, Attempt: 3, DiedAt: fromUnixNano(died.UnixNano())}, dead[0])
-	letters, err := q.DeadLetters(ctx, 10)
-	require.NoError(t, err)
-	require.Len(t, letters, 1)
-	assert.Equal(t, "old-dead", letters[0].ID)
+	assert.Equal(t, store.Info{ID: "old-dead", Payload: []byte("d"), State: store.Dead, Attempt: 3, DiedAt: fromUnixNano(died.UnixNano())}, dead[0])
 
-	// The old lease is still held by its token, and the pending message is delivered.
-	require.NoError(t, q.store.Extend(ctx, "old-inflight", 7, time.Minute))
-	require.NoError(t, q.store.Ack(ctx, "old-inflight", 7))
-	d, err := q.Receive(ctx)
+	// The old lease is still held by its token, and the pending message is claimed.
+	old := store.LeaseRef{ID: "old-inflight", Token: 7}
+	require.NoError(t, s.Extend(ctx, store.ExtendParams{Lease: old, By: time.Minute}))
+	require.NoError(t, s.Ack(ctx, old))
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Minute})
 	require.NoError(t, err)
-	assert.Equal(t, "old-pending", d.ID)
-	assert.Equal(t, 1, d.Attempt)
-	assert.Empty(t, d.LastError)
-	require.NoError(t, d.RetryWithError(ctx, time.Second, assertError("after the upgrade")))
-	p, err = q.Get(ctx, "old-pending")
+	require.Len(t, c.Leases, 1)
+	assert.Equal(t, "old-pending", c.Leases[0].ID)
+	assert.Equal(t, 1, c.Leases[0].Attempt)
+	assert.Empty(t, c.Leases[0].LastError)
+	require.NoError(t, s.Retry(ctx, store.RetryParams{Lease: c.Leases[0].Ref(), Error: "after the upgrade"}))
+	p, err = s.Get(ctx, "old-pending")
 	require.NoError(t, err)
 	assert.Equal(t, "after the upgrade", p.LastError, "a rewritten record keeps the new fields")
 	assert.True(t, p.EnqueuedAt.IsZero(), "EnqueuedAt stays unknown until an Enqueue replaces the message")
 
 	// An Enqueue of an old message's ID: it now has an EnqueuedAt.
-	require.NoError(t, q.Enqueue(ctx, Message{ID: "old-pending", Payload: []byte("p2")}))
-	p, err = q.Get(ctx, "old-pending")
+	require.NoError(t, s.Enqueue(ctx, []store.Message{{ID: "old-pending", Payload: []byte("p2")}}))
+	p, err = s.Get(ctx, "old-pending")
 	require.NoError(t, err)
 	assert.True(t, p.EnqueuedAt.Equal(start), "%v", p.EnqueuedAt)
 	assert.Empty(t, p.LastError, "an Enqueue clears LastError")
 
-	require.NoError(t, q.Requeue(ctx, "old-dead", time.Time{}))
-	d, err = q.Receive(ctx)
+	require.NoError(t, s.Requeue(ctx, store.RequeueParams{ID: "old-dead"}))
+	c, err = s.Claim(ctx, store.ClaimParams{Limit: 2, Lease: time.Minute})
 	require.NoError(t, err)
-	require.NoError(t, d.Ack(ctx))
-	d, err = q.Receive(ctx)
+	require.Len(t, c.Leases, 2)
+	for _, l := range c.Leases {
+		require.NoError(t, s.Ack(ctx, l.Ref()))
+	}
+	st, err = s.Stats(ctx)
 	require.NoError(t, err)
-	require.NoError(t, d.Ack(ctx))
-	st, err = q.Stats(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, Stats{}, st)
+	assert.Equal(t, store.Stats{}, st)
 
 	// What is written now is version 2.
-	require.NoError(t, q.Enqueue(ctx, Message{ID: "new"}))
-	require.NoError(t, q.store.(*BoltStore).db.View(func(tx *bolt.Tx) error {
+	require.NoError(t, s.Enqueue(ctx, []store.Message{{ID: "new"}}))
+	require.NoError(t, s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketMsgs).Get([]byte("new"))
 		require.NotEmpty(t, b)
 		assert.Equal(t, byte(recordV2|byte(statePending)), b[0])
 		return nil
 	}))
 }
-
-type assertError string
-
-func (e assertError) Error() string { return string(e) }
 
 func TestRecordRoundTrip(t *testing.T) {
 	r := record{state: stateDead, key: makeIndexKey(-5, 9), attempt: 4, token: 11, due: 123, enqueuedAt: 456,
@@ -145,10 +140,10 @@ func TestRecordRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, r, got)
 
-	r.lastError = strings.Repeat("x", MaxErrorLen+10)
+	r.lastError = strings.Repeat("x", store.MaxErrorLen+10)
 	got, err = decodeRecord(r.encode())
 	require.NoError(t, err)
-	assert.Len(t, got.lastError, MaxErrorLen, "the text is cut to MaxErrorLen")
+	assert.Len(t, got.lastError, store.MaxErrorLen, "the text is cut to MaxErrorLen")
 	assert.Equal(t, "body", string(got.payload))
 
 	for _, b := range [][]byte{

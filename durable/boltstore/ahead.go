@@ -1,8 +1,10 @@
-package durable
+package boltstore
 
 import (
 	"context"
 	"sync"
+
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // aheadLeases tracks the leases a BoltStore gave out ahead of their due
@@ -90,32 +92,32 @@ func (a *aheadLeases) confirm(id string, token uint64) (found, ok, paused bool) 
 	return true, !e.taken, false
 }
 
-// Confirm implements Store. A lease claimed ahead is confirmed in memory
+// Confirm implements store.Store. A lease claimed ahead is confirmed in memory
 // (see aheadLeases), or refused with ErrPaused while the queue is paused;
 // any other is checked with a read transaction. After
 // Close it returns ErrClosed, also for a lease claimed ahead.
-func (s *BoltStore) Confirm(ctx context.Context, id string, token uint64) error {
+func (s *Store) Confirm(ctx context.Context, l store.LeaseRef) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.closeMu.RLock()
 	if s.closed {
 		s.closeMu.RUnlock()
-		return ErrClosed
+		return store.ErrClosed
 	}
-	found, ok, paused := s.ahead.confirm(id, token)
+	found, ok, paused := s.ahead.confirm(l.ID, l.Token)
 	s.closeMu.RUnlock()
 	if found {
 		if paused {
-			return ErrPaused
+			return store.ErrPaused
 		}
 		if !ok {
-			return ErrLeaseLost
+			return store.ErrLeaseLost
 		}
 		return nil
 	}
 	return s.viewTxn(func(t *txn) error {
-		_, err := t.leased(id, token)
+		_, err := t.leased(l)
 		return err
 	})
 }

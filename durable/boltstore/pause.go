@@ -1,4 +1,4 @@
-package durable
+package boltstore
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ func (t *txn) pausedIn() bool {
 // SetPaused implements Store: one write transaction, then the copy that
 // Confirm reads. The file is held by this process only: a Queue's Resume
 // wakes the queues of this process on the store itself (see Queue.Resume).
-func (s *BoltStore) SetPaused(ctx context.Context, paused bool) error {
+func (s *Store) SetPaused(ctx context.Context, paused bool) error {
 	err := s.writeTxn(ctx, func(t *txn) (bool, error) {
 		if t.pausedIn() == paused {
 			return false, nil
@@ -39,7 +39,7 @@ func (s *BoltStore) SetPaused(ctx context.Context, paused bool) error {
 }
 
 // loadPaused sets the copy of the paused flag from the file, on open.
-func (s *BoltStore) loadPaused() error {
+func (s *Store) loadPaused() error {
 	return s.viewTxn(func(t *txn) error {
 		s.ahead.setPaused(t.pausedIn())
 		return nil

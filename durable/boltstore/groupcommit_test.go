@@ -1,4 +1,4 @@
-package durable
+package boltstore
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -15,7 +16,7 @@ import (
 // TestGroupCommitSharesFsyncs has 64 goroutines enqueue at once: their
 // writes must share commits (one fsync each), and all be there.
 func TestGroupCommitSharesFsyncs(t *testing.T) {
-	s, err := OpenBoltStore(filepath.Join(t.TempDir(), "q.db"))
+	s, err := Open(filepath.Join(t.TempDir(), "q.db"))
 	require.NoError(t, err)
 	defer s.Close()
 	const producers, each = 64, 20
@@ -24,7 +25,7 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 	for p := range producers {
 		wg.Go(func() {
 			for i := range each {
-				assert.NoError(t, s.Enqueue(ctx, []Message{{ID: fmt.Sprint(p, "-", i)}}))
+				assert.NoError(t, s.Enqueue(ctx, []store.Message{{ID: fmt.Sprint(p, "-", i)}}))
 			}
 		})
 	}
@@ -32,7 +33,7 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, producers*each, st.Pending)
-	commits := s.commits.Load()
+	commits := s.Commits()
 	t.Logf("%d enqueues in %d commits", producers*each, commits)
 	assert.Less(t, commits, int64(producers*each/4), "concurrent enqueues did not share commits")
 }
@@ -40,20 +41,20 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 // TestFailingOpDoesNotFailItsBatch checks that an op whose precondition
 // fails (a stale lease) leaves the other ops of its transaction alone.
 func TestFailingOpDoesNotFailItsBatch(t *testing.T) {
-	s, err := OpenBoltStore(filepath.Join(t.TempDir(), "q.db"))
+	s, err := Open(filepath.Join(t.TempDir(), "q.db"))
 	require.NoError(t, err)
 	defer s.Close()
 	ctx := context.Background()
-	require.NoError(t, s.Enqueue(ctx, []Message{{ID: "a"}, {ID: "b"}}))
-	c, err := s.Claim(ctx, ClaimParams{Limit: 2, Lease: time.Second})
+	require.NoError(t, s.Enqueue(ctx, []store.Message{{ID: "a"}, {ID: "b"}}))
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 2, Lease: time.Second})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 2)
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	wg.Go(func() { errs[0] = s.Ack(ctx, "a", c.Leases[0].Token+100) })
-	wg.Go(func() { errs[1] = s.Ack(ctx, "b", c.Leases[1].Token) })
+	wg.Go(func() { errs[0] = s.Ack(ctx, store.LeaseRef{ID: "a", Token: c.Leases[0].Token + 100}) })
+	wg.Go(func() { errs[1] = s.Ack(ctx, c.Leases[1].Ref()) })
 	wg.Wait()
-	require.ErrorIs(t, errs[0], ErrLeaseLost)
+	require.ErrorIs(t, errs[0], store.ErrLeaseLost)
 	require.NoError(t, errs[1])
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)

@@ -1,10 +1,12 @@
-package durable
+package boltstore
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // The layout of a BoltStore file. Bucket msgs maps a message ID to its
@@ -87,7 +89,7 @@ func (k indexKey) seq() uint64 { return binary.BigEndian.Uint64(k[8:]) }
 // encode writes r in version 2. lastError is cut to MaxErrorLen, which a
 // uint16 length holds.
 func (r *record) encode() []byte {
-	text := TruncateErrorText(r.lastError)
+	text := store.TruncateErrorText(r.lastError)
 	b := make([]byte, recordHeader+len(text)+len(r.payload))
 	b[0] = recordV2 | byte(r.state)
 	r.encodeV1Fields(b)

@@ -1,4 +1,4 @@
-package durable
+package boltstore
 
 import (
 	"bytes"
@@ -14,56 +14,51 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// BoltStore is the embedded Store: one file on local disk, written with
+// Store is the embedded store: one file on local disk, written with
 // bbolt (go.etcd.io/bbolt), a B+tree with copy-on-write pages whose every
 // committed transaction is on disk after one fsync and survives a crash
-// whole or not at all. Open uses it; OpenBoltStore opens one for New.
+// whole or not at all. durable.Open uses it; Open opens one for
+// durable.New.
 //
 // All writes go through one goroutine that commits the calls waiting
 // together in one transaction (group commit). A file is used by one
-// BoltStore at a time: bbolt locks it.
-type BoltStore struct {
+// Store at a time: bbolt locks it.
+type Store struct {
 	db    *bolt.DB
 	clock clock.Clock
 
 	ops        chan *writeOp
 	writerDone chan struct{}
-	commits    atomic.Int64 // transactions committed, for tests
+	commits    atomic.Int64 // transactions committed (see Commits)
 	ahead      aheadLeases  // leases claimed ahead, not confirmed yet
-	retention  Retention    // WithDeadLetterRetention
 
 	closeMu sync.RWMutex
 	closed  bool
 }
 
 var (
-	_ Store      = (*BoltStore)(nil)
-	_ LocalClock = (*BoltStore)(nil)
+	_ store.Store        = (*Store)(nil)
+	_ store.LocalClock   = (*Store)(nil)
+	_ store.Pauser       = (*Store)(nil)
+	_ store.SeriesKeeper = (*Store)(nil)
 )
 
-// OpenBoltStore opens the store in the file at path, creating it if it
-// does not exist. Of opts it uses WithClock, WithSync and
-// WithLockTimeout. It fails with ErrLocked if another store holds the
-// file for longer than the lock timeout, and with ErrCorrupt if the file
-// is not a valid store.
-func OpenBoltStore(path string, opts ...Option) (*BoltStore, error) {
-	cfg := defaultConfig()
+// Open opens the store in the file at path, creating it if it does not
+// exist. It fails with ErrLocked if another Store holds the file for
+// longer than the lock timeout (WithLockTimeout), and with ErrCorrupt if
+// the file is not a valid store.
+func Open(path string, opts ...Option) (s *Store, err error) {
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return openBoltStore(path, &cfg)
-}
-
-func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
 	if cfg.lockTimeout <= 0 {
-		cfg.lockTimeout = 2 * time.Second
-	}
-	if err := cfg.retention.Validate(); err != nil {
-		return nil, err
+		cfg.lockTimeout = DefaultLockTimeout
 	}
 	_, statErr := os.Stat(path)
 	created := errors.Is(statErr, fs.ErrNotExist)
@@ -91,12 +86,11 @@ func openBoltStore(path string, cfg *config) (s *BoltStore, err error) {
 		}
 		return nil, fmt.Errorf("durable: open %s: %w", path, err)
 	}
-	s = &BoltStore{
+	s = &Store{
 		db:         db,
 		clock:      cfg.clock,
 		ops:        make(chan *writeOp, maxBatch),
 		writerDone: make(chan struct{}),
-		retention:  cfg.retention,
 	}
 	if s.clock == nil {
 		s.clock = clock.New()
@@ -158,13 +152,17 @@ func syncDir(dir string) error {
 
 // Clock implements LocalClock: it is the clock of WithClock (the
 // machine's by default).
-func (s *BoltStore) Clock() clock.Clock { return s.clock }
+func (s *Store) Clock() clock.Clock { return s.clock }
+
+// Commits counts the write transactions the store has committed, each
+// one fsync with SyncAlways: concurrent writes share one (group commit).
+func (s *Store) Commits() int64 { return s.commits.Load() }
 
 // Path is the file's path.
-func (s *BoltStore) Path() string { return s.db.Path() }
+func (s *Store) Path() string { return s.db.Path() }
 
 // Close waits for the writes under way and closes the file.
-func (s *BoltStore) Close() error {
+func (s *Store) Close() error {
 	s.closeMu.Lock()
 	if s.closed {
 		s.closeMu.Unlock()
@@ -177,11 +175,11 @@ func (s *BoltStore) Close() error {
 	return s.db.Close()
 }
 
-func (s *BoltStore) now() int64 { return unixNano(s.clock.Now()) }
+func (s *Store) now() int64 { return unixNano(s.clock.Now()) }
 
 // writeTxn runs fn in a write transaction of the group commit (see
 // write), with the buckets at hand.
-func (s *BoltStore) writeTxn(ctx context.Context, fn func(t *txn) (bool, error)) error {
+func (s *Store) writeTxn(ctx context.Context, fn func(t *txn) (bool, error)) error {
 	return s.write(ctx, func(tx *bolt.Tx) (bool, error) {
 		t, err := newTxn(tx)
 		if err != nil {
@@ -192,7 +190,7 @@ func (s *BoltStore) writeTxn(ctx context.Context, fn func(t *txn) (bool, error))
 }
 
 // viewTxn runs fn in a read transaction, with the buckets at hand.
-func (s *BoltStore) viewTxn(fn func(t *txn) error) error {
+func (s *Store) viewTxn(fn func(t *txn) error) error {
 	return s.view(func(tx *bolt.Tx) error {
 		t, err := newTxn(tx)
 		if err != nil {
@@ -304,14 +302,14 @@ func (t *txn) nextTimes() (due, deadline time.Time) {
 	return due, deadline
 }
 
-// leased looks up the in-flight message id with lease token.
-func (t *txn) leased(id string, token uint64) (*record, error) {
-	r, err := t.get(id)
+// leased looks up the in-flight message of lease l.
+func (t *txn) leased(l store.LeaseRef) (*record, error) {
+	r, err := t.get(l.ID)
 	if err != nil {
 		return nil, err
 	}
-	if r == nil || r.state != stateInflight || r.token != token {
-		return nil, ErrLeaseLost
+	if r == nil || r.state != stateInflight || r.token != l.Token {
+		return nil, store.ErrLeaseLost
 	}
 	return r, nil
 }
@@ -346,8 +344,8 @@ func countUpTo(b *bolt.Bucket, at int64, limit int) int {
 	return n
 }
 
-// Enqueue implements Store.
-func (s *BoltStore) Enqueue(ctx context.Context, msgs []Message) error {
+// Enqueue implements store.Store.
+func (s *Store) Enqueue(ctx context.Context, msgs []store.Message) error {
 	for i := range msgs {
 		if err := msgs[i].Validate(); err != nil {
 			return err
@@ -365,7 +363,7 @@ func (s *BoltStore) Enqueue(ctx context.Context, msgs []Message) error {
 }
 
 // enqueueIn writes m in t as Enqueue does.
-func (s *BoltStore) enqueueIn(t *txn, now int64, m Message) error {
+func (s *Store) enqueueIn(t *txn, now int64, m store.Message) error {
 	old, err := t.get(m.ID)
 	if err != nil {
 		return err
@@ -389,8 +387,8 @@ func (s *BoltStore) enqueueIn(t *txn, now int64, m Message) error {
 	return t.place(m.ID, r, statePending, r.due)
 }
 
-// Cancel implements Store.
-func (s *BoltStore) Cancel(ctx context.Context, id string) (found bool, err error) {
+// Cancel implements store.Store.
+func (s *Store) Cancel(ctx context.Context, id string) (found bool, err error) {
 	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
 		var err error
 		found, err = s.cancelIn(t, id) // fn may run twice (see runBatch)
@@ -400,7 +398,7 @@ func (s *BoltStore) Cancel(ctx context.Context, id string) (found bool, err erro
 }
 
 // cancelIn cancels id in t as Cancel does, and reports whether it did.
-func (s *BoltStore) cancelIn(t *txn, id string) (bool, error) {
+func (s *Store) cancelIn(t *txn, id string) (bool, error) {
 	r, err := t.get(id)
 	switch {
 	case err != nil:
@@ -408,16 +406,16 @@ func (s *BoltStore) cancelIn(t *txn, id string) (bool, error) {
 	case r == nil:
 		return false, nil
 	case r.state == stateInflight && !s.ahead.take(id, r.token):
-		return false, ErrInFlight
+		return false, store.ErrInFlight
 	}
 	return true, t.delete(id, r)
 }
 
-// Claim implements Store.
-func (s *BoltStore) Claim(ctx context.Context, p ClaimParams) (c Claimed, err error) {
+// Claim implements store.Store.
+func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (c store.Claimed, err error) {
 	limit, held, lease, ahead := p.Limit, p.Held, p.Lease, p.Ahead
 	err = s.writeTxn(ctx, func(t *txn) (bool, error) {
-		c = Claimed{} // fn may run twice (see runBatch)
+		c = store.Claimed{} // fn may run twice (see runBatch)
 		now := s.now()
 		if t.pausedIn() {
 			// A paused queue leases nothing; its leases expire as usual.
@@ -444,7 +442,8 @@ func (s *BoltStore) Claim(ctx context.Context, p ClaimParams) (c Claimed, err er
 			}
 			r.attempt++
 			r.token = token
-			deadline := addDuration(max(now, r.due), lease)
+			ready := max(now, r.due) // the one place of the claim's arithmetic
+			deadline := addDuration(ready, lease)
 			if err := t.place(string(id), r, stateInflight, deadline); err != nil {
 				return false, err
 			}
@@ -454,12 +453,12 @@ func (s *BoltStore) Claim(ctx context.Context, p ClaimParams) (c Claimed, err er
 			} else {
 				handOut--
 			}
-			c.Leases = append(c.Leases, Lease{
-				Message:   Message{ID: string(id), Payload: r.payload, Due: fromUnixNano(r.due)},
+			c.Leases = append(c.Leases, store.Lease{
+				Message:   store.Message{ID: string(id), Payload: r.payload, Due: fromUnixNano(r.due)},
 				Attempt:   int(r.attempt),
 				Token:     token,
 				Deadline:  fromUnixNano(deadline),
-				Ready:     fromUnixNano(max(now, r.due)),
+				Ready:     fromUnixNano(ready),
 				Ahead:     early,
 				LastError: r.lastError,
 			})
@@ -474,28 +473,30 @@ func (s *BoltStore) Claim(ctx context.Context, p ClaimParams) (c Claimed, err er
 	return c, err
 }
 
-// Ack implements Store.
-func (s *BoltStore) Ack(ctx context.Context, id string, token uint64) error {
+// Ack implements store.Store.
+func (s *Store) Ack(ctx context.Context, l store.LeaseRef) error {
 	return s.writeTxn(ctx, func(t *txn) (bool, error) {
-		r, err := t.leased(id, token)
+		r, err := t.leased(l)
 		if err != nil {
 			return false, err
 		}
-		s.ahead.forget(id)
-		return true, t.delete(id, r)
+		s.ahead.forget(l.ID)
+		return true, t.delete(l.ID, r)
 	})
 }
 
-// Retry implements Store.
-func (s *BoltStore) Retry(ctx context.Context, id string, token uint64, p RetryParams) error {
+// Retry implements store.Store. A dead message's write also trims the
+// dead letters to p.Retention.
+func (s *Store) Retry(ctx context.Context, p store.RetryParams) error {
+	id := p.Lease.ID
 	return s.writeTxn(ctx, func(t *txn) (bool, error) {
-		r, err := t.leased(id, token)
+		r, err := t.leased(p.Lease)
 		if err != nil {
 			return false, err
 		}
 		now := s.now()
 		if p.Expired && r.key.at() > now {
-			return false, ErrLeaseLost
+			return false, store.ErrLeaseLost
 		}
 		s.ahead.forget(id)
 		if p.Error != "" {
@@ -505,21 +506,9 @@ func (s *BoltStore) Retry(ctx context.Context, id string, token uint64, p RetryP
 			return false, err
 		}
 		if p.Dead {
-			_, err = t.trimDead(now, s.retention)
+			_, err = t.trimDead(now, p.Retention)
 		}
 		return true, err
-	})
-}
-
-// Release implements Store.
-func (s *BoltStore) Release(ctx context.Context, id string, token uint64, after time.Duration) error {
-	return s.writeTxn(ctx, func(t *txn) (bool, error) {
-		r, err := t.leased(id, token)
-		if err != nil {
-			return false, err
-		}
-		s.ahead.forget(id)
-		return true, t.end(id, r, s.now(), after, false)
 	})
 }
 
@@ -535,24 +524,24 @@ func (t *txn) end(id string, r *record, now int64, after time.Duration, dead boo
 	return t.place(id, r, statePending, r.due)
 }
 
-// Extend implements Store.
-func (s *BoltStore) Extend(ctx context.Context, id string, token uint64, by time.Duration) error {
+// Extend implements store.Store.
+func (s *Store) Extend(ctx context.Context, p store.ExtendParams) error {
 	return s.writeTxn(ctx, func(t *txn) (bool, error) {
-		r, err := t.leased(id, token)
+		r, err := t.leased(p.Lease)
 		if err != nil {
 			return false, err
 		}
 		if err := t.remove(r); err != nil {
 			return false, err
 		}
-		return true, t.place(id, r, stateInflight, addDuration(s.now(), by))
+		return true, t.place(p.Lease.ID, r, stateInflight, addDuration(s.now(), p.By))
 	})
 }
 
-// Expired implements Store. It only reads.
-func (s *BoltStore) Expired(ctx context.Context, limit int) (e ExpiredLeases, err error) {
+// Expired implements store.Store. It only reads.
+func (s *Store) Expired(ctx context.Context, limit int) (e store.ExpiredLeases, err error) {
 	if err := ctx.Err(); err != nil {
-		return ExpiredLeases{}, err
+		return store.ExpiredLeases{}, err
 	}
 	err = s.viewTxn(func(t *txn) error {
 		now := s.now()
@@ -565,7 +554,7 @@ func (s *BoltStore) Expired(ctx context.Context, limit int) (e ExpiredLeases, er
 			if r == nil || r.state != stateInflight {
 				return fmt.Errorf("%w: in-flight index names %q, which is not in flight", ErrCorrupt, id)
 			}
-			e.Leases = append(e.Leases, ExpiredLease{ID: string(id), Token: r.token, Attempt: int(r.attempt),
+			e.Leases = append(e.Leases, store.ExpiredLease{ID: string(id), Token: r.token, Attempt: int(r.attempt),
 				Deadline: fromUnixNano(indexKey(keys[i]).at())})
 		}
 		e.Now = fromUnixNano(now)
@@ -575,38 +564,16 @@ func (s *BoltStore) Expired(ctx context.Context, limit int) (e ExpiredLeases, er
 	return e, err
 }
 
-// DeadLetters implements Store.
-func (s *BoltStore) DeadLetters(ctx context.Context, limit int) ([]Message, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var out []Message
-	err := s.viewTxn(func(t *txn) error {
-		c := t.dead.Cursor()
-		for k, id := c.First(); k != nil && len(out) < limit; k, id = c.Next() {
-			r, err := t.get(string(id))
-			if err != nil {
-				return err
-			}
-			if r == nil || r.state != stateDead || len(k) != len(indexKey{}) {
-				return fmt.Errorf("%w: dead index names %q, which is not dead", ErrCorrupt, id)
-			}
-			out = append(out, Message{ID: string(id), Payload: r.payload, Due: fromUnixNano(indexKey(k).at())})
-		}
-		return nil
-	})
-	return out, err
-}
-
-// Requeue implements Store.
-func (s *BoltStore) Requeue(ctx context.Context, id string, due time.Time) error {
+// Requeue implements store.Store.
+func (s *Store) Requeue(ctx context.Context, p store.RequeueParams) error {
+	id, due := p.ID, p.Due
 	return s.writeTxn(ctx, func(t *txn) (bool, error) {
 		r, err := t.get(id)
 		if err != nil {
 			return false, err
 		}
 		if r == nil || r.state != stateDead {
-			return false, fmt.Errorf("%w: no dead message %q", ErrNotFound, id)
+			return false, fmt.Errorf("%w: no dead message %q", store.ErrNotFound, id)
 		}
 		if err := t.remove(r); err != nil {
 			return false, err
@@ -621,13 +588,13 @@ func (s *BoltStore) Requeue(ctx context.Context, id string, due time.Time) error
 	})
 }
 
-// Stats implements Store.
-func (s *BoltStore) Stats(ctx context.Context) (st Stats, err error) {
+// Stats implements store.Store.
+func (s *Store) Stats(ctx context.Context) (st store.Stats, err error) {
 	if err := ctx.Err(); err != nil {
-		return Stats{}, err
+		return store.Stats{}, err
 	}
 	err = s.viewTxn(func(t *txn) error {
-		st = Stats{Pending: t.counter(statePending), InFlight: t.counter(stateInflight), Dead: t.counter(stateDead)}
+		st = store.Stats{Pending: t.counter(statePending), InFlight: t.counter(stateInflight), Dead: t.counter(stateDead)}
 		st.NextDue, _ = first(t.pending)
 		st.Paused = t.pausedIn()
 		return nil

@@ -1,4 +1,4 @@
-package durable
+package boltstore
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -24,7 +25,7 @@ type writeOp struct {
 // cleanError reports whether err is an outcome that wrote nothing and
 // leaves the transaction usable.
 func cleanError(err error) bool {
-	return errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrInFlight) || errors.Is(err, ErrNotFound)
+	return errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrInFlight) || errors.Is(err, store.ErrNotFound)
 }
 
 // maxBatch bounds the ops of one transaction, so that a burst does not
@@ -37,7 +38,7 @@ const maxBatch = 512
 // more callers, the more each fsync carries, and a lone caller waits for
 // nothing but its own fsync. (bbolt's DB.Batch also coalesces, but by
 // waiting up to a delay first, which a lone caller would pay every time.)
-func (s *BoltStore) groupCommit() {
+func (s *Store) groupCommit() {
 	defer close(s.writerDone)
 	batch := make([]*writeOp, 0, maxBatch)
 	for op := range s.ops {
@@ -63,7 +64,7 @@ func (s *BoltStore) groupCommit() {
 	}
 }
 
-func (s *BoltStore) runBatch(batch []*writeOp) {
+func (s *Store) runBatch(batch []*writeOp) {
 	results := make([]error, len(batch))
 	err := s.update(func(tx *bolt.Tx) (bool, error) {
 		wrote := false
@@ -101,7 +102,7 @@ func (s *BoltStore) runBatch(batch []*writeOp) {
 // something and rolls back otherwise (a transaction that wrote nothing
 // needs no fsync). A panic in bbolt, which reads a damaged file that way,
 // is returned as ErrCorrupt.
-func (s *BoltStore) update(fn func(tx *bolt.Tx) (bool, error)) (err error) {
+func (s *Store) update(fn func(tx *bolt.Tx) (bool, error)) (err error) {
 	defer recoverCorrupt(&err)
 	tx, err := s.db.Begin(true)
 	if err != nil {
@@ -134,7 +135,7 @@ func (s *BoltStore) update(fn func(tx *bolt.Tx) (bool, error)) (err error) {
 // write hands fn to the group commit and waits for its outcome. Once
 // handed over, the op runs to its end even if ctx ends meanwhile, so that
 // the error returned always says whether it happened.
-func (s *BoltStore) write(ctx context.Context, fn func(tx *bolt.Tx) (bool, error)) error {
+func (s *Store) write(ctx context.Context, fn func(tx *bolt.Tx) (bool, error)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func (s *BoltStore) write(ctx context.Context, fn func(tx *bolt.Tx) (bool, error
 	s.closeMu.RLock()
 	if s.closed {
 		s.closeMu.RUnlock()
-		return ErrClosed
+		return store.ErrClosed
 	}
 	s.ops <- op
 	s.closeMu.RUnlock()
@@ -151,11 +152,11 @@ func (s *BoltStore) write(ctx context.Context, fn func(tx *bolt.Tx) (bool, error
 
 // view runs fn in a read transaction, turning a bbolt panic into
 // ErrCorrupt.
-func (s *BoltStore) view(fn func(tx *bolt.Tx) error) (err error) {
+func (s *Store) view(fn func(tx *bolt.Tx) error) (err error) {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
-		return ErrClosed
+		return store.ErrClosed
 	}
 	defer recoverCorrupt(&err)
 	return s.db.View(fn)

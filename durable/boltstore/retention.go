@@ -1,15 +1,15 @@
-package durable
+package boltstore
 
-import "bytes"
+import (
+	"bytes"
 
-// maxTrim bounds the dead letters one transaction deletes, so that it
-// stays short; every death trims, which keeps up.
-const maxTrim = 100
+	"github.com/seed64e23a5c/timingwheel/durable/store"
+)
 
 // trimDead deletes the oldest dead letters beyond r.MaxCount (0: no
 // limit) and those that died before now-r.MaxAge (0: no limit), up to
-// maxTrim. It reports whether it deleted any.
-func (t *txn) trimDead(now int64, r Retention) (bool, error) {
+// store.MaxTrim. It reports whether it deleted any.
+func (t *txn) trimDead(now int64, r store.Retention) (bool, error) {
 	maxCount, maxAge := r.MaxCount, r.MaxAge
 	over := 0
 	if maxCount > 0 {
@@ -21,7 +21,7 @@ func (t *txn) trimDead(now int64, r Retention) (bool, error) {
 	}
 	var keys, ids [][]byte
 	c := t.dead.Cursor()
-	for k, v := c.First(); k != nil && len(keys) < maxTrim; k, v = c.Next() {
+	for k, v := c.First(); k != nil && len(keys) < store.MaxTrim; k, v = c.Next() {
 		if len(keys) >= over && (len(k) != len(indexKey{}) || indexKey(k).at() >= cutoff) {
 			break
 		}

@@ -60,10 +60,13 @@ import (
 // after it sees the timer fired or moved. The other place is the CAS out
 // of fired: exactly one of a task's start and a Stop or Reset wins it.
 //
-// The lock order is: a periodic timer's run lock (periodic.mu), the
-// wheel's life lock (Start, Stop, handBeforeStart), the driver's handing
-// lock (executor.go), a timer's lock, a lane's lock, a finer lane's lock
-// (only the driver holds two lanes), the delay queue's lock. The Sync
+// The lock order is: a periodic timer's run lock (periodic.mu) or a
+// Ticker's lock (Ticker.mu, held by Reset), the wheel's life lock (Start,
+// Stop, handBeforeStart), the driver's handing lock (executor.go), a
+// timer's lock, a lane's lock, a second lane's lock (only the driver holds
+// two lanes: when it cascades a timer to a finer level, or links a
+// Ticker's core again in any level, so two lanes never deadlock), the
+// delay queue's lock. The Sync
 // requests' lock (syncMu) is taken with none of these held. A timer's lock
 // (see mutex) is held by Reset and by a periodic run's start and re-arm,
 // for O(1) work; Stop takes it only to wait for such an owner. The driver

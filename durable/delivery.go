@@ -60,6 +60,7 @@ func (q *Queue) delivery(storeNow time.Time, l store.Lease) *Delivery {
 func (d *Delivery) Ack(ctx context.Context) error {
 	err := d.q.call(func() error { return d.q.store.Ack(ctx, d.ref()) })
 	d.observeResult(EventAcked, err)
+	d.q.storeError(OpAck, d.ID, d.Attempt, err)
 	return err
 }
 
@@ -100,6 +101,7 @@ func (d *Delivery) RetryWithError(ctx context.Context, after time.Duration, caus
 	})
 	if err != nil {
 		d.observeResult(EventRetried, err)
+		q.storeError(OpRetry, d.ID, d.Attempt, err)
 		return err
 	}
 	if dead {
@@ -133,6 +135,7 @@ func (d *Delivery) extend(ctx context.Context, by time.Duration) (time.Time, err
 		if errors.Is(err, ErrLeaseLost) {
 			d.observeResult(EventLeaseLost, err)
 		}
+		q.storeError(OpExtend, d.ID, d.Attempt, err)
 		return time.Time{}, err
 	}
 	now := q.clock.Now()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"sync"
@@ -117,7 +116,7 @@ func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
 	}
 	q.storeClock = onStoreClock(s, q.clock)
 	if q.log == nil {
-		q.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		q.log = slog.Default()
 	}
 	if q.wheel == nil {
 		w, err := timingwheel.New(timingwheel.WithClock(q.clock),

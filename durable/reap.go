@@ -93,6 +93,7 @@ func (q *Queue) reapLoop() {
 	defer q.wg.Done()
 	for {
 		err := q.reapExpired(q.ctx)
+		q.storeError(OpReap, "", 0, err)
 		q.mu.Lock()
 		if err != nil && !q.closed {
 			q.log.Warn("durable: reaping expired leases failed; trying again in 1s", "err", err)
@@ -112,7 +113,7 @@ func (q *Queue) reapLoop() {
 func (q *Queue) reapExpired(ctx context.Context) error {
 	p := RetryPolicy{MaxAttempts: q.cfg.maxAttempts, Backoff: q.cfg.backoff, Retention: q.cfg.retention}
 	for {
-		r, err := Reap(ctx, q.store, reapBatch, p)
+		r, err := Reap(ctx, boundedStore{q.store, q.cfg.callTimeout()}, reapBatch, p)
 		if err != nil {
 			return err
 		}
@@ -168,4 +169,23 @@ func (p RetryPolicy) Delay(attempt int) (d time.Duration, err error) {
 		}
 	}()
 	return p.Backoff(attempt), nil
+}
+
+// boundedStore bounds each Expired and Retry call of a reap by d (see
+// WithStoreTimeout).
+type boundedStore struct {
+	store.Store
+	d time.Duration
+}
+
+func (b boundedStore) Expired(ctx context.Context, limit int) (store.ExpiredLeases, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	return b.Store.Expired(ctx, limit)
+}
+
+func (b boundedStore) Retry(ctx context.Context, p store.RetryParams) error {
+	ctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	return b.Store.Retry(ctx, p)
 }

@@ -25,11 +25,6 @@ var ErrInvalidRunner = errors.New("durable: invalid runner arguments")
 // fails with.
 var ErrHandlerPanic = errors.New("durable: handler panicked")
 
-// settleTimeout bounds the Ack or Retry that follows a handler: it is not
-// tied to Run's ctx, so that a handler that finished as Run was stopped
-// still has its result written.
-const settleTimeout = 10 * time.Second
-
 // Run receives messages and calls h for each, with at most workers handlers running at once, until ctx
 // ends. While h runs, Run extends the lease so that a handler slower than the visibility timeout is not
 // redelivered meanwhile; if the lease is lost anyway (the message was replaced by an Enqueue, or its lease
@@ -81,8 +76,18 @@ const settleTimeout = 10 * time.Second
 // worker comes to it, and the handlers running go on. A Resume wakes it.
 //
 // Run returns nil when ctx ends, ErrClosed if the queue is closed while
-// it runs, and ErrCorrupt if the store is damaged. A store that is down
-// does not end it: claims are retried with a back-off, as Receive does.
+// it runs, and ErrCorrupt if the store is damaged. A store that cannot
+// come back ends it too, with the store's error, which wraps ErrClosed:
+// a store closed under the queue, a PostgreSQL pool or a Redis client
+// closed under the store. A store that is down does not end it: claims
+// are retried with a back-off (from 10ms to 1s), as Receive does, and
+// every failed store call of Run (claim, confirm, ack, retry, extend,
+// release, reap) is reported to the Observer as an EventStoreError
+// carrying the operation and the error, and to the logger.
+//
+// Each of those calls is bounded by WithStoreTimeout (by default
+// min(5s, visibility timeout/4)): a store that hangs (a server stopped,
+// packets dropped) shows as errors within that bound, not as silence.
 func (q *Queue) Run(ctx context.Context, workers int, h Handler) error {
 	switch {
 	case workers < 1:
@@ -285,7 +290,7 @@ func (r *runner) handle(d *Delivery) {
 	if errors.Is(err, ErrHandlerPanic) {
 		q.log.Error("durable: handler panicked", "id", d.ID, "attempt", d.Attempt, "err", err)
 	}
-	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(r.ctx), settleTimeout)
+	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(r.ctx), q.cfg.callTimeout())
 	defer cancelSettle()
 	if retryErr := d.RetryWithError(settleCtx, 0, err); retryErr != nil {
 		q.log.Warn("durable: retry after the handler failed", "id", d.ID, "attempt", d.Attempt,
@@ -303,7 +308,9 @@ func (r *runner) freshen(ctx context.Context, d *Delivery) bool {
 	if q.clock.Until(d.Deadline) > q.cfg.visibility-q.cfg.visibility/3 {
 		return true
 	}
+	ctx, cancel := context.WithTimeout(ctx, q.cfg.callTimeout())
 	deadline, err := d.extend(ctx, q.cfg.visibility)
+	cancel()
 	switch {
 	case err == nil:
 		d.Deadline = deadline
@@ -324,7 +331,7 @@ func (r *runner) ackLater(d *Delivery) {
 	go func() {
 		defer r.acks.Done()
 		defer func() { <-r.ackSlots }()
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), settleTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.q.cfg.callTimeout())
 		defer cancel()
 		if err := d.Ack(ctx); err != nil {
 			r.q.log.Warn("durable: ack after the handler failed", "id", d.ID, "attempt", d.Attempt, "err", err)
@@ -366,7 +373,7 @@ func (q *Queue) keepLease(hctx context.Context, cancel context.CancelCauseFunc, 
 			}
 			// Extend even after ctx ended: the handler still runs, and its
 			// message must not go to anyone else meanwhile.
-			extendCtx, cancelExtend := context.WithTimeout(context.WithoutCancel(hctx), visibility/3+time.Second)
+			extendCtx, cancelExtend := context.WithTimeout(context.WithoutCancel(hctx), q.cfg.callTimeout())
 			_, err := d.extend(extendCtx, visibility)
 			cancelExtend()
 			switch {

@@ -375,6 +375,7 @@ func (q *Queue) stepSeries(r *seriesRun) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	retry := func(err error) {
+		q.storeError(OpSeries, r.name, 0, err)
 		q.log.Error("durable: a step of a series failed; trying again", "series", r.name, "err", err)
 		q.armSeries(r, q.clock.Now().Add(seriesRetry))
 	}

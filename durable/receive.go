@@ -16,9 +16,10 @@ import (
 // claimAhead is how early Receive claims a message: a write to the
 // store, with its fsync, takes from a fraction of a millisecond to tens of
 // them on a busy disk, and claiming ahead keeps that out of the lateness.
-// The message is handed out at its due time, never before; the price is
-// that a process that dies in the meantime has used one of the message's
-// attempts without delivering it.
+// The message is handed out at its due time, never before. A process that
+// dies in the meantime uses none of the message's attempts: its lease,
+// never confirmed, is reaped as held (store.ExpiredLease.Held), with its
+// attempt taken back.
 const claimAhead = 50 * time.Millisecond // the default of config.claimAhead
 
 // Receive waits until a message is due, leases it for the visibility
@@ -235,13 +236,13 @@ func (q *Queue) revokeIfHeld(held map[string]*Delivery) {
 }
 
 // release gives back to the store a message claimed ahead and not handed
-// out, pending at its due time again (Store.Release). Its attempt stays
-// counted: a store has no way to take one back.
+// out, pending at its due time again, with the attempt its claim counted
+// taken back (RetryParams.Unhanded).
 func (q *Queue) release(d *Delivery) {
 	after := max(d.dueAt.Sub(q.clock.Now()), 0)
 	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.callTimeout())
 	defer cancel()
-	if err := q.store.Retry(ctx, store.RetryParams{Lease: d.ref(), After: after}); err != nil &&
+	if err := q.store.Retry(ctx, store.RetryParams{Lease: d.ref(), After: after, Unhanded: true}); err != nil &&
 		!errors.Is(err, ErrLeaseLost) {
 		q.storeError(OpRelease, d.ID, d.Attempt, err)
 		q.log.Warn("durable: giving back a message claimed ahead failed; its lease will expire", "id", d.ID, "err", err)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // Handler handles one delivery. Returning nil acks it; returning an error, or panicking, retries it
@@ -65,11 +67,23 @@ var ErrHandlerPanic = errors.New("durable: handler panicked")
 // extended, so its message is not delivered to anyone else while this
 // process lives. If the process exits instead, the lease expires after
 // the visibility timeout and the message is delivered again. A handler
-// that returns an error after its ctx ended has its attempt retried like
-// any other failure; one that returns nil is acked. Messages claimed that
-// no handler started when ctx ended go back to the store, pending at
-// their due time again (their attempt stays counted, as Close does with
-// a message claimed ahead).
+// that Run's shutdown stopped (ctx ended, and it returned
+// context.Canceled or context.DeadlineExceeded) gives its attempt back:
+// the message is pending again at once, with its attempt number and
+// LastError as they were before this hand-out. A handler that returns
+// another error has its attempt retried like any other failure; one that
+// returns nil is acked. Messages claimed that no handler started when ctx
+// ended go back to the store, pending at their due time again, costing no
+// attempt and leaving no error text (as Close does with a message claimed
+// ahead).
+//
+// Only a hand-out to a handler counts an attempt. A message Run held for
+// a busy worker that never reached one costs nothing whatever ends its
+// lease: given back (shutdown, a pause), or, after a crash of the process
+// or a confirmation that failed, reaped when its lease expires, with no
+// attempt counted and no LastError (store.ExpiredLease.Held). Such a
+// lease is as long as any (the visibility timeout): after a crash, the
+// held messages come back when it expires, as the handled ones do.
 //
 // While the queue is paused (see Pause), Run takes no new message: a
 // message it holds for a busy worker goes back to the store when the
@@ -287,6 +301,10 @@ func (r *runner) handle(d *Delivery) {
 		r.ackLater(d)
 		return
 	}
+	if r.stoppedBy(err) {
+		r.giveBack(d)
+		return
+	}
 	if errors.Is(err, ErrHandlerPanic) {
 		q.log.Error("durable: handler panicked", "id", d.ID, "attempt", d.Attempt, "err", err)
 	}
@@ -295,6 +313,35 @@ func (r *runner) handle(d *Delivery) {
 	if retryErr := d.RetryWithError(settleCtx, 0, err); retryErr != nil {
 		q.log.Warn("durable: retry after the handler failed", "id", d.ID, "attempt", d.Attempt,
 			"handler_err", err, "err", retryErr)
+	}
+}
+
+// stoppedBy reports whether a handler's error err is Run's shutdown: Run's
+// ctx ended, and the handler returned its ctx's error (context.Canceled or
+// context.DeadlineExceeded), not one of its own.
+func (r *runner) stoppedBy(err error) bool {
+	return r.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// giveBack ends the lease of d, whose handler Run's shutdown stopped: the
+// message is pending again at once, with its attempt taken back
+// (RetryParams.Unhanded) and its LastError as it was.
+func (r *runner) giveBack(d *Delivery) {
+	q := r.q
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), q.cfg.callTimeout())
+	defer cancel()
+	err := q.call(func() error {
+		return q.store.Retry(ctx, store.RetryParams{Lease: d.ref(), Unhanded: true})
+	})
+	switch {
+	case err == nil:
+		q.wakeAt(q.clock.Now())
+	case errors.Is(err, ErrLeaseLost):
+		d.observeResult(EventRetried, err)
+	default:
+		q.storeError(OpRelease, d.ID, d.Attempt, err)
+		q.log.Warn("durable: giving back a message whose handler Run stopped failed; its lease will expire",
+			"id", d.ID, "attempt", d.Attempt, "err", err)
 	}
 }
 

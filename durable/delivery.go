@@ -57,9 +57,21 @@ func (q *Queue) delivery(storeNow time.Time, l store.Lease) *Delivery {
 // again, after the back-off, or dead), so an Ack after Deadline returns
 // ErrLeaseLost unless it reaches the store before any queue on it has
 // reaped the lease; use Extend for a task that may run longer.
+//
+// Errors: nil means deleted for good. ErrLeaseLost and ErrClosed mean
+// nothing was deleted. Any other error (a timeout, a connection lost,
+// io.ErrUnexpectedEOF) means the Ack may have been written: an Ack that
+// returned "unexpected EOF" because the connection broke after the server
+// committed has deleted the message. Retrying the Ack is safe: a retry of
+// an Ack that was written returns ErrLeaseLost (the lease is gone with the
+// message), which after such an error means "acked, or lost": either way
+// the message is not this delivery's any more. An Ack that was not
+// written leaves the message to come back when its lease expires (at
+// least once).
 func (d *Delivery) Ack(ctx context.Context) error {
 	err := d.q.call(func() error { return d.q.store.Ack(ctx, d.ref()) })
 	d.observeResult(EventAcked, err)
+	d.q.storeError(OpAck, d.ID, d.Attempt, err)
 	return err
 }
 
@@ -80,6 +92,15 @@ func (d *Delivery) observeResult(kind EventKind, err error) {
 // its last attempt (WithMaxAttempts). It returns ErrLeaseLost, changing
 // nothing, if the lease was lost. The message keeps the LastError it had;
 // RetryWithError replaces it.
+//
+// Errors (RetryWithError's too): nil means written. ErrLeaseLost and
+// ErrClosed mean nothing was written. Any other error (a timeout, a
+// connection lost) means the Retry may or may not have been written. A
+// retry of the Retry is safe: if the first was written, the second finds
+// the lease ended and returns ErrLeaseLost, changing nothing (it does not
+// count a second failure); if not, it writes it. Left alone, a Retry
+// that was not written has the same effect later: the lease expires and
+// the message comes back after the back-off.
 func (d *Delivery) Retry(ctx context.Context, after time.Duration) error {
 	return d.RetryWithError(ctx, after, nil)
 }
@@ -100,6 +121,7 @@ func (d *Delivery) RetryWithError(ctx context.Context, after time.Duration, caus
 	})
 	if err != nil {
 		d.observeResult(EventRetried, err)
+		q.storeError(OpRetry, d.ID, d.Attempt, err)
 		return err
 	}
 	if dead {
@@ -133,6 +155,7 @@ func (d *Delivery) extend(ctx context.Context, by time.Duration) (time.Time, err
 		if errors.Is(err, ErrLeaseLost) {
 			d.observeResult(EventLeaseLost, err)
 		}
+		q.storeError(OpExtend, d.ID, d.Attempt, err)
 		return time.Time{}, err
 	}
 	now := q.clock.Now()

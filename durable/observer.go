@@ -1,6 +1,9 @@
 package durable
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // EventKind says what happened in an Event.
 type EventKind int
@@ -31,6 +34,27 @@ const (
 	// ID, rewritten with another Schedule by a later Schedule call (see
 	// Queue.Schedule). Err wraps ErrScheduleConflict.
 	EventScheduleConflict
+	// EventStoreError: a store call the queue made for itself failed, and
+	// the queue tries again with a back-off (or, for ErrClosed and
+	// ErrCorrupt, Run and Receive return it). Op names the call (one of
+	// the Op constants), Err is its error, and ID and Attempt are set for
+	// a call about one delivery. A lease found lost (EventLeaseLost) and a
+	// confirmation refused by a pause are answers, not failures, and give
+	// no such event.
+	EventStoreError
+)
+
+// The operations of EventStoreError: which of the queue's own store calls
+// failed.
+const (
+	OpClaim   = "claim"   // a claim of Run or Receive
+	OpConfirm = "confirm" // the confirmation of a message claimed ahead or held
+	OpAck     = "ack"     // an Ack (Run's, or Delivery.Ack)
+	OpRetry   = "retry"   // a Retry (Run's after a failed handler, or Delivery.Retry)
+	OpExtend  = "extend"  // an extension of a lease (Run's lease keeper, or Delivery.Extend)
+	OpRelease = "release" // giving back a message claimed and not handed out
+	OpReap    = "reap"    // the reap of expired leases
+	OpSeries  = "series"  // a step of a series (Queue.Schedule)
 )
 
 // String returns the kind's name, as "delivered".
@@ -52,6 +76,8 @@ func (k EventKind) String() string {
 		return "handled"
 	case EventScheduleConflict:
 		return "schedule conflict"
+	case EventStoreError:
+		return "store error"
 	}
 	return "unknown"
 }
@@ -68,8 +94,11 @@ type Event struct {
 	// Lateness is set on EventDelivered, Duration on EventHandled.
 	Lateness, Duration time.Duration
 	// Err is set on EventHandled when the handler failed, and on
-	// EventScheduleConflict.
+	// EventScheduleConflict and EventStoreError.
 	Err error
+	// Op is set on EventStoreError: the store call that failed (OpClaim,
+	// OpAck, ...).
+	Op string
 }
 
 // Observer hears what a Queue does, for metrics (package durableotel
@@ -99,4 +128,18 @@ func (q *Queue) observe(e Event) {
 		}
 		q.cfg.observer.Observe(e)
 	}
+}
+
+// storeError reports a failed store call of the queue's to the observer:
+// op on the message id ("" for none) at attempt. Answers (a lease lost, a
+// pause) are not failures, nor is ErrClosed once the queue itself is
+// closed.
+func (q *Queue) storeError(op, id string, attempt int, err error) {
+	switch {
+	case err == nil, errors.Is(err, ErrLeaseLost), errors.Is(err, ErrPaused):
+		return
+	case errors.Is(err, ErrClosed) && q.ctx.Err() != nil:
+		return
+	}
+	q.observe(Event{Kind: EventStoreError, Op: op, ID: id, Attempt: attempt, Err: err})
 }

@@ -23,6 +23,9 @@ type config struct {
 	wheel       *timingwheel.TimingWheel
 	logger      *slog.Logger
 	observer    Observer
+	// storeTimeout bounds each store call of Run and Receive (see
+	// WithStoreTimeout); 0 means the default.
+	storeTimeout time.Duration
 	// claimAhead is how early Receive claims (see claimAhead); tests of
 	// other behaviour set it to zero.
 	claimAhead time.Duration
@@ -51,6 +54,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("durable: max attempts must be at least 1, got %d", c.maxAttempts)
 	case c.backoff == nil:
 		return errors.New("durable: nil back-off function")
+	case c.storeTimeout < 0:
+		return fmt.Errorf("durable: store timeout must not be negative, got %v", c.storeTimeout)
 	}
 	return c.retention.Validate()
 }
@@ -89,10 +94,39 @@ func WithWheel(w *timingwheel.TimingWheel) Option {
 }
 
 // WithLogger sets where the queue reports the store errors it retries
-// (while Receive waits) and the messages that die. The default discards
-// them.
+// (while Receive waits) and the messages that die. The default is
+// slog.Default(), read when the queue is created; pass a logger with
+// slog.DiscardHandler to silence it. The same errors reach the Observer
+// (EventStoreError).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
+}
+
+// DefaultStoreTimeout is the longest the default bound of each store call
+// of Run and Receive may be (see WithStoreTimeout).
+const DefaultStoreTimeout = 5 * time.Second
+
+// WithStoreTimeout bounds each store call that Run and Receive make for
+// themselves (claim, confirm, ack, retry, extend, release, and each call
+// of a reap): the call's ctx gets a deadline d after it starts, so that a
+// store that hangs (a server stopped, a network partition that drops
+// packets) shows as errors within d, retried with a back-off and
+// reported to the Observer (EventStoreError) and the logger, rather than
+// as silence. The default, and what 0 gives, is min(DefaultStoreTimeout,
+// visibility timeout/4): a hung extension fails well before the lease it
+// keeps ends. It does not bound the calls a user makes with a ctx of
+// their own (Enqueue, Cancel, Delivery.Ack given a ctx, ...): their ctx
+// does.
+func WithStoreTimeout(d time.Duration) Option {
+	return func(c *config) { c.storeTimeout = d }
+}
+
+// callTimeout is the bound of each store call of Run and Receive.
+func (c *config) callTimeout() time.Duration {
+	if c.storeTimeout > 0 {
+		return c.storeTimeout
+	}
+	return max(min(DefaultStoreTimeout, c.visibility/4), time.Millisecond)
 }
 
 // ExponentialBackoff returns the back-off "exponential with full jitter":

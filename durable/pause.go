@@ -25,7 +25,8 @@ import (
 // of its due time (or held by Run for a busy worker) before the pause is
 // not handed out: its confirmation (Store.Confirm) fails with ErrPaused,
 // and the queue gives it back to the store, pending at its due time
-// again (its attempt stays counted, as with Close). Deliveries handed
+// again, costing no attempt and leaving no error text (as with Close).
+// Deliveries handed
 // out before the pause go on: they are acked, retried and extended as
 // usual, and expired leases are reaped.
 func (q *Queue) Pause(ctx context.Context) error {

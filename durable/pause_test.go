@@ -134,7 +134,8 @@ func TestPauseGivesBackClaimedAhead(t *testing.T) {
 	info, err := q.Get(ctx, "a")
 	require.NoError(t, err)
 	assert.True(t, due.Equal(info.Due), "pending at its due time again: %v", info.Due)
-	assert.Equal(t, 1, info.Attempt)
+	assert.Equal(t, 0, info.Attempt, "never handed out: no attempt counted")
+	assert.Empty(t, info.LastError)
 	waitWaiting(t, q, 1)
 	select {
 	case d := <-got:
@@ -147,7 +148,7 @@ func TestPauseGivesBackClaimedAhead(t *testing.T) {
 	case d := <-got:
 		require.NotNil(t, d)
 		assert.Equal(t, "a", d.ID)
-		assert.Equal(t, 2, d.Attempt)
+		assert.Equal(t, 1, d.Attempt, "the first hand-out")
 	case <-time.After(5 * time.Second):
 		t.Fatal("Resume did not wake the receiver")
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"sync"
@@ -117,7 +116,7 @@ func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
 	}
 	q.storeClock = onStoreClock(s, q.clock)
 	if q.log == nil {
-		q.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		q.log = slog.Default()
 	}
 	if q.wheel == nil {
 		w, err := timingwheel.New(timingwheel.WithClock(q.clock),
@@ -154,6 +153,15 @@ func newQueue(s Store, cfg config, ownsStore bool) (*Queue, error) {
 // for them as for one message. An empty call is a no-op. A batch with a
 // message breaking a limit, or with two messages of one ID, gets an error
 // wrapping ErrInvalidMessage, and nothing is written.
+//
+// Errors: nil means written. ErrInvalidMessage and ErrClosed (and a ctx
+// that ended before the call) mean nothing was written. Any other error
+// (a timeout, a connection lost, io.ErrUnexpectedEOF) means the batch may
+// or may not have been written, whole (never part of it). Retrying on any
+// error is safe: an Enqueue upserts by ID, so writing the same messages
+// again replaces them with themselves and never makes a duplicate; it
+// only restarts their attempt count and, if one was already delivered
+// meanwhile, delivers it again (as at least once allows).
 func (q *Queue) Enqueue(ctx context.Context, msgs ...Message) error {
 	if len(msgs) == 0 {
 		return nil
@@ -191,6 +199,14 @@ func (q *Queue) Enqueue(ctx context.Context, msgs ...Message) error {
 // message has been handed out to a consumer: ack it, or let its lease
 // expire, instead. Once Cancel returns true, no receiver hands the
 // message out.
+//
+// Errors: (false, nil) means there was nothing to delete. ErrInFlight and
+// ErrClosed mean nothing was deleted. Any other error (a timeout, a
+// connection lost) means the message may or may not have been deleted.
+// Retrying is safe: a Cancel of a message already deleted returns false,
+// so a retry after such an error that returns (false, nil) does not tell
+// whether the first call deleted it or it was never there; Get tells
+// whether it is still there.
 func (q *Queue) Cancel(ctx context.Context, id string) (bool, error) {
 	held := q.heldAhead([]Message{{ID: id}})
 	var found bool

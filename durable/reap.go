@@ -14,7 +14,11 @@ import (
 // Reap ends up to limit leases of s whose deadline has passed, earliest
 // first, by the rules of p: a message whose attempt number is
 // p.MaxAttempts or more dies, the others are pending again after
-// p.Delay(attempt). Their LastError becomes LeaseExpired. A Queue reaps
+// p.Delay(attempt). Their LastError becomes LeaseExpired. A lease claimed
+// ahead or held and never confirmed (store.ExpiredLease.Held) cost
+// nothing: its message is pending again at once, with the attempt its
+// claim counted taken back (RetryParams.Unhanded) and its LastError as it
+// was. A Queue reaps
 // this way when a lease's deadline passes; Reap is exported for tools and
 // tests that work on a store without a queue.
 //
@@ -35,6 +39,12 @@ func Reap(ctx context.Context, s Store, limit int, p RetryPolicy) (Reaped, error
 	}
 	params := make([]store.RetryParams, len(e.Leases))
 	for i, l := range e.Leases {
+		if l.Held {
+			// Claimed ahead or held, never handed out: it goes back at
+			// once, its attempt taken back, with no error text.
+			params[i] = store.RetryParams{Lease: l.Ref(), Expired: true, Unhanded: true}
+			continue
+		}
 		params[i] = store.RetryParams{Lease: l.Ref(), Error: LeaseExpired, Expired: true,
 			Dead: l.Attempt >= p.MaxAttempts, Retention: p.Retention}
 		if !params[i].Dead {
@@ -51,6 +61,8 @@ func Reap(ctx context.Context, s Store, limit int, p RetryPolicy) (Reaped, error
 			continue
 		case err != nil:
 			return r, err
+		case params[i].Unhanded:
+			r.Released++
 		case params[i].Dead:
 			r.Dead++
 		default:
@@ -93,6 +105,7 @@ func (q *Queue) reapLoop() {
 	defer q.wg.Done()
 	for {
 		err := q.reapExpired(q.ctx)
+		q.storeError(OpReap, "", 0, err)
 		q.mu.Lock()
 		if err != nil && !q.closed {
 			q.log.Warn("durable: reaping expired leases failed; trying again in 1s", "err", err)
@@ -112,7 +125,7 @@ func (q *Queue) reapLoop() {
 func (q *Queue) reapExpired(ctx context.Context) error {
 	p := RetryPolicy{MaxAttempts: q.cfg.maxAttempts, Backoff: q.cfg.backoff, Retention: q.cfg.retention}
 	for {
-		r, err := Reap(ctx, q.store, reapBatch, p)
+		r, err := Reap(ctx, boundedStore{q.store, q.cfg.callTimeout()}, reapBatch, p)
 		if err != nil {
 			return err
 		}
@@ -124,7 +137,7 @@ func (q *Queue) reapExpired(ctx context.Context) error {
 			q.observe(Event{Kind: EventDead, N: r.Dead})
 		}
 		q.schedule(r.Now, r.NextDue, r.NextDeadline, 0)
-		if r.Returned+r.Dead < reapBatch || r.NextDeadline.IsZero() || r.NextDeadline.After(r.Now) {
+		if r.Returned+r.Dead+r.Released < reapBatch || r.NextDeadline.IsZero() || r.NextDeadline.After(r.Now) {
 			return nil
 		}
 	}
@@ -133,8 +146,11 @@ func (q *Queue) reapExpired(ctx context.Context) error {
 // Reaped is what Reap returns.
 type Reaped struct {
 	// Returned counts the messages made pending again and Dead those that
-	// died.
-	Returned, Dead int
+	// died, after a hand-out whose lease expired; Released counts those
+	// whose lease was claimed ahead or held and never handed out
+	// (store.ExpiredLease.Held): pending again at once, their attempt
+	// taken back, with no error text.
+	Returned, Dead, Released int
 	// Now, NextDue and NextDeadline are as in store.Claimed, after the
 	// reap.
 	Now, NextDue, NextDeadline time.Time
@@ -168,4 +184,23 @@ func (p RetryPolicy) Delay(attempt int) (d time.Duration, err error) {
 		}
 	}()
 	return p.Backoff(attempt), nil
+}
+
+// boundedStore bounds each Expired and Retry call of a reap by d (see
+// WithStoreTimeout).
+type boundedStore struct {
+	store.Store
+	d time.Duration
+}
+
+func (b boundedStore) Expired(ctx context.Context, limit int) (store.ExpiredLeases, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	return b.Store.Expired(ctx, limit)
+}
+
+func (b boundedStore) Retry(ctx context.Context, p store.RetryParams) error {
+	ctx, cancel := context.WithTimeout(ctx, b.d)
+	defer cancel()
+	return b.Store.Retry(ctx, p)
 }

@@ -16,9 +16,10 @@ import (
 // claimAhead is how early Receive claims a message: a write to the
 // store, with its fsync, takes from a fraction of a millisecond to tens of
 // them on a busy disk, and claiming ahead keeps that out of the lateness.
-// The message is handed out at its due time, never before; the price is
-// that a process that dies in the meantime has used one of the message's
-// attempts without delivering it.
+// The message is handed out at its due time, never before. A process that
+// dies in the meantime uses none of the message's attempts: its lease,
+// never confirmed, is reaped as held (store.ExpiredLease.Held), with its
+// attempt taken back.
 const claimAhead = 50 * time.Millisecond // the default of config.claimAhead
 
 // Receive waits until a message is due, leases it for the visibility
@@ -26,8 +27,12 @@ const claimAhead = 50 * time.Millisecond // the default of config.claimAhead
 //
 // Receive returns ctx.Err() when ctx ends and ErrClosed when the queue is
 // closed. A store error, such as a server that is down, does not end it:
-// it logs the error and tries again with a back-off (from 10ms to 1s), and
-// mentions the last error if ctx then ends. ErrCorrupt ends it.
+// it logs the error, reports it to the Observer (EventStoreError), and
+// tries again with a back-off (from 10ms to 1s), and mentions the last
+// error if ctx then ends. ErrCorrupt ends it, and so does an error
+// wrapping ErrClosed from the store (a store, pool or client closed: it
+// cannot come back). Each claim and confirmation is bounded by
+// WithStoreTimeout.
 //
 // Receive claims a message up to 50ms before its due time and holds it
 // until then (see claimAhead). Once it holds one it returns it at its due
@@ -70,7 +75,9 @@ func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Del
 			return nil, err
 		}
 		n, held := want()
-		c, err := q.store.Claim(ctx, store.ClaimParams{Limit: n, Held: held, Lease: q.cfg.visibility, Ahead: q.cfg.claimAhead})
+		cctx, cancel := context.WithTimeout(ctx, q.cfg.callTimeout())
+		c, err := q.store.Claim(cctx, store.ClaimParams{Limit: n, Held: held, Lease: q.cfg.visibility, Ahead: q.cfg.claimAhead})
+		cancel()
 		q.claimDone()
 		if err == nil {
 			failures, lastErr = 0, nil
@@ -88,10 +95,13 @@ func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Del
 			}
 			continue
 		}
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return nil, ctxError(ctx, lastErr)
-		case errors.Is(err, ErrClosed), errors.Is(err, ErrCorrupt):
+		}
+		q.storeError(OpClaim, "", 0, err)
+		if errors.Is(err, ErrClosed) || errors.Is(err, ErrCorrupt) {
+			// The store cannot come back (it, or its pool or client, was
+			// closed), or is damaged: retrying would only hide it.
 			return nil, err
 		}
 		failures++
@@ -164,7 +174,9 @@ func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 	}
 	q.active.Add(1) // Close waits for the confirmation
 	q.mu.Unlock()
-	err := q.store.Confirm(context.Background(), d.ref())
+	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.callTimeout())
+	err := q.store.Confirm(ctx, d.ref())
+	cancel()
 	q.active.Done()
 	switch {
 	case err == nil:
@@ -177,6 +189,7 @@ func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 	case !errors.Is(err, ErrLeaseLost):
 		// Whether it was taken back is unknown: it is not handed out,
 		// and comes back when its lease expires.
+		q.storeError(OpConfirm, d.ID, d.Attempt, err)
 		q.log.Warn("durable: confirming a message claimed ahead failed; it comes back when its lease expires",
 			"id", d.ID, "err", err)
 	}
@@ -223,12 +236,15 @@ func (q *Queue) revokeIfHeld(held map[string]*Delivery) {
 }
 
 // release gives back to the store a message claimed ahead and not handed
-// out, pending at its due time again (Store.Release). Its attempt stays
-// counted: a store has no way to take one back.
+// out, pending at its due time again, with the attempt its claim counted
+// taken back (RetryParams.Unhanded).
 func (q *Queue) release(d *Delivery) {
 	after := max(d.dueAt.Sub(q.clock.Now()), 0)
-	if err := q.store.Retry(context.Background(), store.RetryParams{Lease: d.ref(), After: after}); err != nil &&
+	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.callTimeout())
+	defer cancel()
+	if err := q.store.Retry(ctx, store.RetryParams{Lease: d.ref(), After: after, Unhanded: true}); err != nil &&
 		!errors.Is(err, ErrLeaseLost) {
+		q.storeError(OpRelease, d.ID, d.Attempt, err)
 		q.log.Warn("durable: giving back a message claimed ahead failed; its lease will expire", "id", d.ID, "err", err)
 	}
 }

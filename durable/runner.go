@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // Handler handles one delivery. Returning nil acks it; returning an error, or panicking, retries it
@@ -24,11 +26,6 @@ var ErrInvalidRunner = errors.New("durable: invalid runner arguments")
 // ErrHandlerPanic is wrapped by the error a panicking handler's attempt
 // fails with.
 var ErrHandlerPanic = errors.New("durable: handler panicked")
-
-// settleTimeout bounds the Ack or Retry that follows a handler: it is not
-// tied to Run's ctx, so that a handler that finished as Run was stopped
-// still has its result written.
-const settleTimeout = 10 * time.Second
 
 // Run receives messages and calls h for each, with at most workers handlers running at once, until ctx
 // ends. While h runs, Run extends the lease so that a handler slower than the visibility timeout is not
@@ -70,19 +67,41 @@ const settleTimeout = 10 * time.Second
 // extended, so its message is not delivered to anyone else while this
 // process lives. If the process exits instead, the lease expires after
 // the visibility timeout and the message is delivered again. A handler
-// that returns an error after its ctx ended has its attempt retried like
-// any other failure; one that returns nil is acked. Messages claimed that
-// no handler started when ctx ended go back to the store, pending at
-// their due time again (their attempt stays counted, as Close does with
-// a message claimed ahead).
+// that Run's shutdown stopped (ctx ended, and it returned
+// context.Canceled or context.DeadlineExceeded) gives its attempt back:
+// the message is pending again at once, with its attempt number and
+// LastError as they were before this hand-out. A handler that returns
+// another error has its attempt retried like any other failure; one that
+// returns nil is acked. Messages claimed that no handler started when ctx
+// ended go back to the store, pending at their due time again, costing no
+// attempt and leaving no error text (as Close does with a message claimed
+// ahead).
+//
+// Only a hand-out to a handler counts an attempt. A message Run held for
+// a busy worker that never reached one costs nothing whatever ends its
+// lease: given back (shutdown, a pause), or, after a crash of the process
+// or a confirmation that failed, reaped when its lease expires, with no
+// attempt counted and no LastError (store.ExpiredLease.Held). Such a
+// lease is as long as any (the visibility timeout): after a crash, the
+// held messages come back when it expires, as the handled ones do.
 //
 // While the queue is paused (see Pause), Run takes no new message: a
 // message it holds for a busy worker goes back to the store when the
 // worker comes to it, and the handlers running go on. A Resume wakes it.
 //
 // Run returns nil when ctx ends, ErrClosed if the queue is closed while
-// it runs, and ErrCorrupt if the store is damaged. A store that is down
-// does not end it: claims are retried with a back-off, as Receive does.
+// it runs, and ErrCorrupt if the store is damaged. A store that cannot
+// come back ends it too, with the store's error, which wraps ErrClosed:
+// a store closed under the queue, a PostgreSQL pool or a Redis client
+// closed under the store. A store that is down does not end it: claims
+// are retried with a back-off (from 10ms to 1s), as Receive does, and
+// every failed store call of Run (claim, confirm, ack, retry, extend,
+// release, reap) is reported to the Observer as an EventStoreError
+// carrying the operation and the error, and to the logger.
+//
+// Each of those calls is bounded by WithStoreTimeout (by default
+// min(5s, visibility timeout/4)): a store that hangs (a server stopped,
+// packets dropped) shows as errors within that bound, not as silence.
 func (q *Queue) Run(ctx context.Context, workers int, h Handler) error {
 	switch {
 	case workers < 1:
@@ -282,14 +301,47 @@ func (r *runner) handle(d *Delivery) {
 		r.ackLater(d)
 		return
 	}
+	if r.stoppedBy(err) {
+		r.giveBack(d)
+		return
+	}
 	if errors.Is(err, ErrHandlerPanic) {
 		q.log.Error("durable: handler panicked", "id", d.ID, "attempt", d.Attempt, "err", err)
 	}
-	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(r.ctx), settleTimeout)
+	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(r.ctx), q.cfg.callTimeout())
 	defer cancelSettle()
 	if retryErr := d.RetryWithError(settleCtx, 0, err); retryErr != nil {
 		q.log.Warn("durable: retry after the handler failed", "id", d.ID, "attempt", d.Attempt,
 			"handler_err", err, "err", retryErr)
+	}
+}
+
+// stoppedBy reports whether a handler's error err is Run's shutdown: Run's
+// ctx ended, and the handler returned its ctx's error (context.Canceled or
+// context.DeadlineExceeded), not one of its own.
+func (r *runner) stoppedBy(err error) bool {
+	return r.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// giveBack ends the lease of d, whose handler Run's shutdown stopped: the
+// message is pending again at once, with its attempt taken back
+// (RetryParams.Unhanded) and its LastError as it was.
+func (r *runner) giveBack(d *Delivery) {
+	q := r.q
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), q.cfg.callTimeout())
+	defer cancel()
+	err := q.call(func() error {
+		return q.store.Retry(ctx, store.RetryParams{Lease: d.ref(), Unhanded: true})
+	})
+	switch {
+	case err == nil:
+		q.wakeAt(q.clock.Now())
+	case errors.Is(err, ErrLeaseLost):
+		d.observeResult(EventRetried, err)
+	default:
+		q.storeError(OpRelease, d.ID, d.Attempt, err)
+		q.log.Warn("durable: giving back a message whose handler Run stopped failed; its lease will expire",
+			"id", d.ID, "attempt", d.Attempt, "err", err)
 	}
 }
 
@@ -303,7 +355,9 @@ func (r *runner) freshen(ctx context.Context, d *Delivery) bool {
 	if q.clock.Until(d.Deadline) > q.cfg.visibility-q.cfg.visibility/3 {
 		return true
 	}
+	ctx, cancel := context.WithTimeout(ctx, q.cfg.callTimeout())
 	deadline, err := d.extend(ctx, q.cfg.visibility)
+	cancel()
 	switch {
 	case err == nil:
 		d.Deadline = deadline
@@ -324,7 +378,7 @@ func (r *runner) ackLater(d *Delivery) {
 	go func() {
 		defer r.acks.Done()
 		defer func() { <-r.ackSlots }()
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), settleTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.q.cfg.callTimeout())
 		defer cancel()
 		if err := d.Ack(ctx); err != nil {
 			r.q.log.Warn("durable: ack after the handler failed", "id", d.ID, "attempt", d.Attempt, "err", err)
@@ -366,7 +420,7 @@ func (q *Queue) keepLease(hctx context.Context, cancel context.CancelCauseFunc, 
 			}
 			// Extend even after ctx ended: the handler still runs, and its
 			// message must not go to anyone else meanwhile.
-			extendCtx, cancelExtend := context.WithTimeout(context.WithoutCancel(hctx), visibility/3+time.Second)
+			extendCtx, cancelExtend := context.WithTimeout(context.WithoutCancel(hctx), q.cfg.callTimeout())
 			_, err := d.extend(extendCtx, visibility)
 			cancelExtend()
 			switch {

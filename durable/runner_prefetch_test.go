@@ -165,7 +165,8 @@ func TestRunGivesBackClaimedMessagesNoWorkerStarted(t *testing.T) {
 	assert.Equal(t, [2]int{2, 0}, [2]int{st.Pending, st.InFlight}, "both pending again")
 	d := receive(t, q)
 	assert.Equal(t, "a", d.ID, "due as before, in the same order")
-	assert.Equal(t, 2, d.Attempt, "the attempt claimed stays counted")
+	assert.Equal(t, 1, d.Attempt, "the attempt claimed is taken back: no handler saw it")
+	assert.Empty(t, d.LastError)
 }
 
 func TestRunExtendsALeaseThatWaitedBeforeItsHandlerStarts(t *testing.T) {

@@ -57,9 +57,21 @@ var _ Schedule = timingwheel.Every(time.Second)
 // Cron parses a standard 5-field cron spec ("0 2 * * *": minute, hour,
 // day of month, month, day of week) or a descriptor (@hourly, @daily,
 // @every 5m), in UTC unless it starts with CRON_TZ=<zone> (or TZ=<zone>).
-// An error wraps ErrInvalidSchedule.
+//
+// It refuses, with an error wrapping ErrInvalidSchedule that names the
+// spec, what it cannot keep: a spec that does not parse; "@every d" with
+// d under 1s or not a whole number of seconds (a cron ticks in whole
+// seconds: "@every 1500ms" would run every 1s or 2s, never every 1.5s, so
+// it is refused rather than rounded; "@every 90s" and "@every 1m30s" are
+// kept exactly); and a spec that never fires ("0 0 30 2 *", February 30th),
+// found by asking for its next time after now. For an interval under a
+// second, or not whole, use timingwheel.Every(d), which Schedule keeps to
+// the nanosecond.
 func Cron(spec string) (Schedule, error) {
 	s := strings.TrimSpace(spec)
+	if err := checkEvery(s); err != nil {
+		return nil, fmt.Errorf("%w: cron spec %q: %v", ErrInvalidSchedule, spec, err)
+	}
 	if !strings.HasPrefix(s, "CRON_TZ=") && !strings.HasPrefix(s, "TZ=") {
 		s = "CRON_TZ=UTC " + s
 	}
@@ -67,14 +79,50 @@ func Cron(spec string) (Schedule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: cron spec %q: %v", ErrInvalidSchedule, spec, err)
 	}
+	// A cron schedule gives the zero time when it finds no time in the
+	// five years after the one it is asked about: the spec names a date
+	// that does not exist.
+	if sched.Next(time.Now()).IsZero() {
+		return nil, fmt.Errorf("%w: cron spec %q never fires", ErrInvalidSchedule, spec)
+	}
 	return sched, nil
+}
+
+// checkEvery checks the interval of an "@every d" spec (s, trimmed; a
+// time zone prefix does not apply to it): d must be a whole number of
+// seconds, 1s or more.
+func checkEvery(s string) error {
+	rest, ok := strings.CutPrefix(s, "@every ")
+	if !ok {
+		return nil // not @every: the parser checks it
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(rest))
+	switch {
+	case err != nil:
+		return err
+	case d < time.Second:
+		return fmt.Errorf("@every %v is under 1s (use timingwheel.Every for shorter intervals)", d)
+	case d%time.Second != 0:
+		return fmt.Errorf("@every %v is not a whole number of seconds (use timingwheel.Every for it)", d)
+	}
+	return nil
 }
 
 // ScheduleInfo is what Queue.Schedules tells of a series.
 type ScheduleInfo struct {
 	Name string
-	Last time.Time // the last time enqueued (zero: none yet)
-	Next time.Time // the next time of the series
+	// Enqueued is the latest time of the series whose message was
+	// enqueued (zero: none yet). A series writes each time's message one
+	// interval ahead (see Queue.Schedule), so Enqueued is usually in the
+	// future: the message of that time is pending, not delivered yet.
+	Enqueued time.Time
+	// Last is Enqueued, under its old name.
+	//
+	// Deprecated: use Enqueued; Last is not the last time that ran.
+	Last time.Time
+	// Next is the time of the series after Enqueued, whose message is
+	// written when Enqueued comes due.
+	Next time.Time
 }
 
 // ScheduleID is the ID of the message of the series name for its time t:
@@ -104,7 +152,7 @@ func fingerprint(s Schedule, payload []byte) (string, error) {
 		}
 		if n.IsZero() {
 			if i == 0 {
-				return "", fmt.Errorf("%w: the schedule has no time after %v", ErrInvalidSchedule, t)
+				return "", fmt.Errorf("%w: the schedule has no time (its Next gave the zero time)", ErrInvalidSchedule)
 			}
 			break
 		}
@@ -327,6 +375,7 @@ func (q *Queue) stepSeries(r *seriesRun) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	retry := func(err error) {
+		q.storeError(OpSeries, r.name, 0, err)
 		q.log.Error("durable: a step of a series failed; trying again", "series", r.name, "err", err)
 		q.armSeries(r, q.clock.Now().Add(seriesRetry))
 	}
@@ -441,7 +490,7 @@ func (q *Queue) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 	}
 	out := make([]ScheduleInfo, len(list))
 	for i, s := range list {
-		out[i] = ScheduleInfo{Name: s.Name, Last: s.Last, Next: s.Next}
+		out[i] = ScheduleInfo{Name: s.Name, Enqueued: s.Last, Last: s.Last, Next: s.Next}
 	}
 	return out, nil
 }

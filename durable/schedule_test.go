@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,12 +111,12 @@ func TestScheduleOncePerTime(t *testing.T) {
 	assert.Equal(t, []string{ScheduleID("report", t0.Add(31*step))}, pendingIDs(t, qs[0]))
 	infos, err := qs[1].Schedules(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []ScheduleInfo{{Name: "report", Last: t0.Add(31 * step), Next: t0.Add(32 * step)}}, utcInfos(infos))
+	require.Equal(t, []ScheduleInfo{{Name: "report", Enqueued: t0.Add(31 * step), Last: t0.Add(31 * step), Next: t0.Add(32 * step)}}, utcInfos(infos))
 }
 
 func utcInfos(infos []ScheduleInfo) []ScheduleInfo {
 	for i := range infos {
-		infos[i].Last, infos[i].Next = infos[i].Last.UTC(), infos[i].Next.UTC()
+		infos[i].Enqueued, infos[i].Last, infos[i].Next = infos[i].Enqueued.UTC(), infos[i].Last.UTC(), infos[i].Next.UTC() //nolint:staticcheck // the deprecated copy too
 	}
 	return infos
 }
@@ -346,4 +347,68 @@ func TestCloseStopsTheSeriesTimers(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, t0.Add(time.Minute), st.Last.UTC(), "no step after Close")
 	assert.ErrorIs(t, qs[0].Schedule(ctx, "t", timingwheel.Every(time.Minute), nil), ErrClosed)
+}
+
+// TestCronRefusesWhatItCannotKeep: each refusal wraps ErrInvalidSchedule
+// and names the spec; none mentions a base date the user never gave.
+func TestCronRefusesWhatItCannotKeep(t *testing.T) {
+	for spec, why := range map[string]string{
+		"0 0 30 2 *":                      "never fires",
+		"0 0 31 4 *":                      "never fires",
+		"CRON_TZ=Europe/Paris 0 0 30 2 *": "never fires",
+		"@every 0s":                       "under 1s",
+		"@every -1s":                      "under 1s",
+		"@every 500ms":                    "under 1s",
+		"@every 1500ms":                   "not a whole number of seconds",
+		"@every 1m0.5s":                   "not a whole number of seconds",
+		"@every soon":                     "invalid duration",
+	} {
+		s, err := Cron(spec)
+		require.ErrorIs(t, err, ErrInvalidSchedule, spec)
+		assert.Nil(t, s, spec)
+		assert.Contains(t, err.Error(), strconv.Quote(spec), "the error names the spec")
+		assert.Contains(t, err.Error(), why, spec)
+		assert.NotContains(t, err.Error(), "2000", spec)
+	}
+}
+
+// TestCronEveryIsExact: a whole number of seconds, 1s or more, is kept
+// exactly.
+func TestCronEveryIsExact(t *testing.T) {
+	at := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	for spec, d := range map[string]time.Duration{
+		"@every 1s":    time.Second,
+		"@every 90s":   90 * time.Second,
+		"@every 1m30s": 90 * time.Second,
+		" @every 2h ":  2 * time.Hour,
+	} {
+		s, err := Cron(spec)
+		require.NoError(t, err, spec)
+		got := s.Next(at)
+		assert.True(t, at.Add(d).Equal(got), "%s: %v", spec, got)
+		assert.True(t, at.Add(2*d).Equal(s.Next(got)), spec)
+	}
+}
+
+// TestScheduleWithoutTimeNamesNoBaseDate: a Schedule with no time is
+// refused without mentioning the instant fingerprint reads from.
+func TestScheduleWithoutTimeNamesNoBaseDate(t *testing.T) {
+	q, _, _ := testQueue(t)
+	err := q.Schedule(context.Background(), "s", never{}, nil)
+	require.ErrorIs(t, err, ErrInvalidSchedule)
+	assert.NotContains(t, err.Error(), "2000")
+}
+
+// TestSchedulesEnqueued: Schedules' Enqueued is the time whose message is
+// written and pending, in the future; Last is a copy.
+func TestSchedulesEnqueued(t *testing.T) {
+	q, _, _ := testQueue(t)
+	ctx := context.Background()
+	require.NoError(t, q.Schedule(ctx, "s", timingwheel.Every(time.Minute), nil))
+	infos, err := q.Schedules(ctx)
+	require.NoError(t, err)
+	require.Len(t, infos, 1)
+	assert.True(t, infos[0].Enqueued.Equal(t0.Add(time.Minute)), "%v", infos[0].Enqueued)
+	assert.Equal(t, infos[0].Enqueued, infos[0].Last) //nolint:staticcheck // the deprecated copy
+	assert.Equal(t, []string{ScheduleID("s", t0.Add(time.Minute))}, pendingIDs(t, q))
 }

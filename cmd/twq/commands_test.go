@@ -203,7 +203,7 @@ func TestIDsThatLookLikeFlags(t *testing.T) {
 func TestSchedules(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *backend) {
 		r := twq(t, b.queue, "schedules").ok(t)
-		assert.Equal(t, "NAME  LAST  NEXT", strings.TrimSpace(r.stdout), "no series yet")
+		assert.Equal(t, "NAME  ENQUEUED  NEXT", strings.TrimSpace(r.stdout), "no series yet")
 
 		s, closeStore := b.store(t)
 		q, err := durable.New(s)
@@ -219,7 +219,7 @@ func TestSchedules(t *testing.T) {
 		r = twq(t, b.queue, "schedules").ok(t)
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 		require.Len(t, lines, 2, r.stdout)
-		assert.Regexp(t, `^NAME\s+LAST\s+NEXT$`, lines[0])
+		assert.Regexp(t, `^NAME\s+ENQUEUED\s+NEXT$`, lines[0])
 		assert.Regexp(t, `^"close-unpaid"\s+`+last.Local().Format(time.RFC3339)+` \(in \S+\)\s+`+
 			daily.Next(last).Local().Format(time.RFC3339)+` \(in \S+\)$`, lines[1])
 
@@ -227,7 +227,8 @@ func TestSchedules(t *testing.T) {
 		twq(t, "-json", b.queue, "schedules").ok(t).decode(t, &got)
 		require.Len(t, got, 1)
 		assert.Equal(t, "close-unpaid", got[0].Name)
-		assert.True(t, got[0].Last.Equal(last), "%v", got[0].Last)
+		assert.True(t, got[0].Enqueued.Equal(last), "%v", got[0].Enqueued)
+		assert.True(t, got[0].Last.Equal(last), "the old name: %v", got[0].Last)
 		assert.True(t, got[0].Next.Equal(daily.Next(last)), "%v", got[0].Next)
 		check()
 	})

@@ -201,22 +201,25 @@ func payloadCell(b []byte) string {
 
 // scheduleJSON is a series of durable.Queue.Schedule in JSON.
 type scheduleJSON struct {
-	Name string    `json:"name"`
-	Last time.Time `json:"last,omitzero"`
-	Next time.Time `json:"next,omitzero"`
+	Name string `json:"name"`
+	// Enqueued is the latest time whose message was written (usually in
+	// the future, pending); Last is the same, under its old name.
+	Enqueued time.Time `json:"enqueued,omitzero"`
+	Last     time.Time `json:"last,omitzero"`
+	Next     time.Time `json:"next,omitzero"`
 }
 
-// schedules prints the series by name: the last time enqueued, and the
-// next.
+// schedules prints the series by name: the latest time enqueued (its
+// message usually pending still), and the next.
 func (p *printer) schedules(list []store.Series) error {
 	if p.json {
 		out := make([]scheduleJSON, len(list))
 		for i, s := range list {
-			out[i] = scheduleJSON{Name: s.Name, Last: utc(s.Last), Next: utc(s.Next)}
+			out[i] = scheduleJSON{Name: s.Name, Enqueued: utc(s.Last), Last: utc(s.Last), Next: utc(s.Next)}
 		}
 		return p.encode(out)
 	}
-	rows := [][]string{{"NAME", "LAST", "NEXT"}}
+	rows := [][]string{{"NAME", "ENQUEUED", "NEXT"}}
 	for _, s := range list {
 		last, next := "-", "-"
 		if !s.Last.IsZero() {

@@ -58,6 +58,16 @@ func (a *aheadLeases) take(id string, token uint64) bool {
 	return true
 }
 
+// holds reports whether the lease token on id is claimed ahead and not
+// confirmed (see store.ExpiredLease.Held). After a restart it knows of
+// none: the leases of the old process count as handed out.
+func (a *aheadLeases) holds(id string, token uint64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.entries[id]
+	return ok && e.token == token && !e.taken
+}
+
 // forget drops the entry of id, whose lease a write ended (Ack, Retry,
 // Reap).
 func (a *aheadLeases) forget(id string) {

@@ -502,6 +502,9 @@ func (s *Store) Retry(ctx context.Context, p store.RetryParams) error {
 		if p.Error != "" {
 			r.lastError = p.Error
 		}
+		if p.Unhanded && r.attempt > 0 {
+			r.attempt-- // not handled: the claim's attempt is taken back
+		}
 		if err := t.end(id, r, now, p.After, p.Dead); err != nil {
 			return false, err
 		}
@@ -555,7 +558,7 @@ func (s *Store) Expired(ctx context.Context, limit int) (e store.ExpiredLeases, 
 				return fmt.Errorf("%w: in-flight index names %q, which is not in flight", ErrCorrupt, id)
 			}
 			e.Leases = append(e.Leases, store.ExpiredLease{ID: string(id), Token: r.token, Attempt: int(r.attempt),
-				Deadline: fromUnixNano(indexKey(keys[i]).at())})
+				Deadline: fromUnixNano(indexKey(keys[i]).at()), Held: s.ahead.holds(string(id), r.token)})
 		}
 		e.Now = fromUnixNano(now)
 		e.NextDue, e.NextDeadline = t.nextTimes()

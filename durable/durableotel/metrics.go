@@ -1,9 +1,9 @@
 // Package durableotel reports what a durable.Queue does as OpenTelemetry
-// metrics: counts of messages enqueued, delivered, acked, retried, dead
-// and of leases lost; the lateness of each delivery and the duration of
-// each handler of Run as histograms; and the messages pending, in flight
-// and dead as gauges. Prometheus users read them through OpenTelemetry's
-// Prometheus exporter.
+// metrics: counts of messages enqueued, delivered, acked, retried, dead,
+// of leases lost and of failed store calls by operation; the lateness of
+// each delivery and the duration of each handler of Run as histograms;
+// and the messages pending, in flight and dead as gauges. Prometheus
+// users read them through OpenTelemetry's Prometheus exporter.
 //
 //	m, err := durableotel.New(otel.GetMeterProvider(), durableotel.WithQueueName("orders"))
 //	q, err := durable.Open(path, durable.WithObserver(m))
@@ -64,6 +64,8 @@ type Metrics struct {
 	attrs metric.MeasurementOption
 
 	enqueued, delivered, acked, retried, dead, leaseLost metric.Int64Counter
+	storeErrors                                          metric.Int64Counter
+	base                                                 []attribute.KeyValue
 	lateness, handlerDuration                            metric.Float64Histogram
 	handledOK, handledFailed                             metric.MeasurementOption
 }
@@ -86,6 +88,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	if cfg.queue != "" {
 		base = append(base, attribute.String("queue", cfg.queue))
 	}
+	m.base = base
 	m.attrs = metric.WithAttributeSet(attribute.NewSet(base...))
 	m.handledOK = metric.WithAttributeSet(attribute.NewSet(append(base, attribute.String("outcome", "ok"))...))
 	m.handledFailed = metric.WithAttributeSet(attribute.NewSet(append(base, attribute.String("outcome", "error"))...))
@@ -102,6 +105,8 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	m.retried = counter("durable.messages.retried", "Failed attempts to be delivered again: Retry, or an expired lease.")
 	m.dead = counter("durable.messages.dead", "Messages sent to the dead letters after their last attempt.")
 	m.leaseLost = counter("durable.leases.lost", "Acks, Retries and Extends that found their lease lost.")
+	m.storeErrors, err = m.meter.Int64Counter("durable.store.errors", metric.WithUnit("{error}"),
+		metric.WithDescription("Store calls the queue made for itself that failed (and were retried), by operation: claim, confirm, ack, retry, extend, release, reap, series."))
 	histogram := func(name, desc string) metric.Float64Histogram {
 		h, e := m.meter.Float64Histogram(name, metric.WithDescription(desc), metric.WithUnit("s"),
 			metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
@@ -140,6 +145,9 @@ func (m *Metrics) Observe(e durable.Event) {
 			outcome = m.handledFailed
 		}
 		m.handlerDuration.Record(ctx, e.Duration.Seconds(), outcome)
+	case durable.EventStoreError:
+		attrs := append(append(make([]attribute.KeyValue, 0, len(m.base)+1), m.base...), attribute.String("operation", e.Op))
+		m.storeErrors.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attrs...)))
 	}
 }
 

@@ -150,3 +150,22 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	require.ErrorIs(t, err, durableotel.ErrInvalidOption)
 	assert.Contains(t, err.Error(), "stats interval")
 }
+
+func TestStoreErrorsAreCountedByOperation(t *testing.T) {
+	m, reader := newMetrics(t)
+	down := errors.New("connection refused")
+	m.Observe(durable.Event{Kind: durable.EventStoreError, Op: durable.OpClaim, N: 1, Err: down})
+	m.Observe(durable.Event{Kind: durable.EventStoreError, Op: durable.OpClaim, N: 1, Err: down})
+	m.Observe(durable.Event{Kind: durable.EventStoreError, Op: durable.OpAck, ID: "a", Attempt: 1, N: 1, Err: down})
+
+	got := collect(t, reader)
+	assert.EqualValues(t, 3, sum(t, got["durable.store.errors"]))
+	s, ok := got["durable.store.errors"].(metricdata.Sum[int64])
+	require.True(t, ok)
+	byOp := map[string]int64{}
+	for _, p := range s.DataPoints {
+		v, _ := p.Attributes.Value("operation")
+		byOp[v.AsString()] = p.Value
+	}
+	assert.Equal(t, map[string]int64{"claim": 2, "ack": 1}, byOp)
+}

@@ -322,6 +322,9 @@ func (s *Store) Retry(ctx context.Context, p store.RetryParams) error {
 		if p.Error != "" {
 			m.lastError = p.Error
 		}
+		if p.Unhanded && m.attempt > 0 {
+			m.attempt-- // not handled: the claim's attempt is taken back
+		}
 		s.end(m, now, p.After, p.Dead)
 		if p.Dead {
 			s.trimDead(now, p.Retention)
@@ -350,7 +353,7 @@ func (s *Store) Expired(ctx context.Context, limit int) (store.ExpiredLeases, er
 		if len(e.Leases) >= limit || m.at.After(now) {
 			break
 		}
-		e.Leases = append(e.Leases, store.ExpiredLease{ID: m.id, Token: m.token, Attempt: m.attempt, Deadline: m.at})
+		e.Leases = append(e.Leases, store.ExpiredLease{ID: m.id, Token: m.token, Attempt: m.attempt, Deadline: m.at, Held: m.held})
 	}
 	return e, nil
 }

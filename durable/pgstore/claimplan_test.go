@@ -202,7 +202,7 @@ func TestOneMessageStatementsReadOneRow(t *testing.T) {
 			args []any
 		}{
 			{"extend", s.sql.extend, []any{s.queue, id, token, int64(1000)}},
-			{"retry", s.sql.retry, []any{s.queue, id, token, int64(1000), []byte("e"), false, s.channel}},
+			{"retry", s.sql.retry, []any{s.queue, id, token, int64(1000), []byte("e"), false, s.channel, false}},
 			{"kill", s.sql.kill, []any{s.queue, id, token, []byte("e"), false, int64(0), int64(0)}},
 			{"cancel", s.sql.cancel, []any{s.queue, id}},
 			{"get", s.sql.get, []any{s.queue, id}},

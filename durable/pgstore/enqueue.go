@@ -146,6 +146,19 @@ func (s *Store) Enqueue(ctx context.Context, msgs []store.Message) error {
 // for a new earliest message (see the package documentation). A tx that
 // was committed, rolled back or aborted by an earlier error gives an
 // error wrapping ErrTxDone.
+//
+// Errors: the caller's transaction decides what was written, not
+// EnqueueTx. An error from EnqueueTx means its statement did not take
+// effect in tx, and a statement that failed aborts tx in PostgreSQL: roll
+// it back, and retry the whole transaction (the messages, upserted by ID,
+// may be written again safely). What counts is tx.Commit's result: nil,
+// and the messages are written; an error other than a connection lost
+// during the commit, and nothing is; a connection lost during the commit
+// (io.ErrUnexpectedEOF, a reset) leaves it unknown whether the commit
+// happened, as for any transaction: the messages may have been written,
+// and retrying the transaction is safe as far as the messages go (an
+// Enqueue of the same ID replaces, it never duplicates), but not for the
+// caller's other writes unless they are idempotent too.
 func (s *Store) EnqueueTx(ctx context.Context, tx pgx.Tx, msgs ...store.Message) error {
 	if err := s.check(); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
 	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
@@ -30,11 +31,16 @@ var (
 )
 
 // wrap adds the operation to an error from PostgreSQL; the durable
-// package's errors pass unchanged.
+// package's errors pass unchanged. A closed pool cannot come back: its
+// error wraps store.ErrClosed too, so that a queue's Run returns it
+// rather than retrying.
 func wrap(op string, err error) error {
 	if err == nil || errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrLeaseLost) ||
 		errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInFlight) {
 		return err
+	}
+	if errors.Is(err, puddle.ErrClosedPool) {
+		return fmt.Errorf("pgstore: %s: %w (%w)", op, store.ErrClosed, err)
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }

@@ -30,14 +30,16 @@ WHERE queue = $1::text AND id = $2::bytea AND token = $3::bigint AND state + 0 =
 // error text.
 //
 //	$1 queue, $2 id, $3 token, $4 after (µs), $5 error text, $6 only if
-//	expired, $7 the channel
+//	expired, $7 the channel, $8 unhanded: the attempt number goes down by
+//	one (not below zero)
 //	returns 1 if it ended the lease, and whether it notified
 const retrySQL = `WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
 ` + headSQL + `,
 u AS (
 	UPDATE {T} t SET state = 1, due = n.now + greatest($4::bigint, 0) * interval '1 microsecond',
 		seq = nextval({SEQ}), deadline = NULL, held = false,
-		last_error = CASE WHEN coalesce(octet_length($5::bytea), 0) = 0 THEN t.last_error ELSE $5::bytea END
+		last_error = CASE WHEN coalesce(octet_length($5::bytea), 0) = 0 THEN t.last_error ELSE $5::bytea END,
+		attempt = CASE WHEN $8::boolean THEN greatest(t.attempt - 1, 0) ELSE t.attempt END
 	FROM n
 	WHERE t.queue = $1::text AND t.id = $2::bytea AND t.token = $3::bigint AND t.state + 0 = 2
 		AND (NOT $6::boolean OR t.deadline <= n.now)
@@ -164,7 +166,7 @@ func (s *Store) Retry(ctx context.Context, p store.RetryParams) error {
 		return s.end(ctx, s.sql.kill, p.Lease, errorText(p.Error), p.Expired,
 			int64(p.Retention.MaxCount), micros(p.Retention.MaxAge))
 	}
-	return s.end(ctx, s.sql.retry, p.Lease, micros(max(p.After, 0)), errorText(p.Error), p.Expired, s.channel)
+	return s.end(ctx, s.sql.retry, p.Lease, micros(max(p.After, 0)), errorText(p.Error), p.Expired, s.channel, p.Unhanded)
 }
 
 // end runs retrySQL or killSQL on lease l, and returns ErrLeaseLost if it

@@ -33,7 +33,7 @@ func defaultOptions() options {
 		schema:     DefaultSchema,
 		migrate:    true,
 		safetyPoll: DefaultSafetyPoll,
-		logger:     slog.New(slog.DiscardHandler),
+		logger:     slog.Default(),
 	}
 }
 
@@ -95,7 +95,8 @@ func WithSafetyPoll(d time.Duration) Option {
 
 // WithLogger sets the logger for what the store cannot return as an error:
 // a listening connection that failed and is being opened again. The
-// default discards.
+// default is slog.Default(), read when the store is created; a logger
+// with slog.DiscardHandler silences it.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l != nil {

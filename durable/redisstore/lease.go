@@ -101,7 +101,7 @@ func (s *Store) Retry(ctx context.Context, p store.RetryParams) error {
 	id := p.Lease.ID
 	r, err := s.run(ctx, retryScript, shardOf(id, len(s.shards)),
 		id, tokenString(p.Lease.Token), micros(max(p.After, 0)), flag(p.Dead), s.deadMax(p.Retention),
-		micros(p.Retention.MaxAge), p.Error, flag(p.Expired))
+		micros(p.Retention.MaxAge), p.Error, flag(p.Expired), flag(p.Unhanded))
 	if err != nil {
 		return wrap("retry", err)
 	}

@@ -29,7 +29,7 @@ type options struct {
 func defaultOptions() options {
 	return options{
 		shards:       1,
-		logger:       slog.New(slog.DiscardHandler),
+		logger:       slog.Default(),
 		safetyPoll:   DefaultSafetyPoll,
 		startTimeout: 10 * time.Second,
 	}
@@ -67,7 +67,8 @@ func WithShards(n int) Option {
 
 // WithLogger sets the logger for what the store cannot return as an error:
 // a failed pub/sub connection, a Redis that does not let it check its
-// eviction policy. The default discards.
+// eviction policy. The default is slog.Default(), read when the store is
+// created; a logger with slog.DiscardHandler silences it.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l != nil {

@@ -417,6 +417,8 @@ return {now, deadline, head(pending_key), head(inflight_key), out, redis.call('Z
 //	ARGV[7]  errtext       error text, kept as the last error if not empty
 //	ARGV[8]  only_expired  '1': end the lease only if its deadline has
 //	                       passed
+//	ARGV[9]  unhanded      '1': the message was not handled; its attempt
+//	                       number goes down by one (not below zero)
 //	returns  1 if the message died, 0 if it is pending, -1 if the lease is
 //	         lost (or, with only_expired, has not expired): nothing
 //	         written then
@@ -429,10 +431,12 @@ local maxdead = tonumber(ARGV[5])
 local maxage = tonumber(ARGV[6])
 local errtext = ARGV[7]
 local only_expired = ARGV[8] == '1'
+local unhanded = ARGV[9] == '1'
 local m = meta(redis.call('HGET', meta_key, id))
 if not leased(m, tok) then return -1 end
 local now = now_us()
 if only_expired and tonumber(redis.call('ZSCORE', inflight_key, id) or 0) > now then return -1 end
+if unhanded and m.att > 0 then m.att = m.att - 1 end
 redis.call('ZREM', inflight_key, id)
 if errtext ~= '' then redis.call('HSET', error_key, id, errtext) end
 local pre = prefix(ON_MICRO, redis.call('INCR', seq_key))
@@ -562,7 +566,8 @@ return 1
 //	ARGV[1]  limit  the most leases to return (0 or more)
 //	ARGV[2]  skip   how many expired leases to skip first (a later page)
 //	returns  {now, next due, next deadline, {ID, deadline, attempt, token,
-//	         ...}, leases read}, times in µs, a missing next due or
+//	         held (1: claimed ahead, not confirmed; else 0), ...}, leases
+//	         read}, times in µs, a missing next due or
 //	         deadline -1; a lease whose meta is not in flight is read
 //	         (counted) but left out
 var expiredScript = redis.NewScript(prelude + `
@@ -585,6 +590,7 @@ if limit > 0 then
         out[#out + 1] = r[2 * i]
         out[#out + 1] = m.att
         out[#out + 1] = m.tok
+        if m.st == 'a' then out[#out + 1] = 1 else out[#out + 1] = 0 end
       end
     end
   end

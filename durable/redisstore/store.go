@@ -200,10 +200,15 @@ func (s *Store) parallel(fn func(sh int) error) error {
 }
 
 // wrap adds the operation to an error from Redis; the durable package's
-// errors pass unchanged.
+// errors pass unchanged. A closed client cannot come back: its error
+// wraps store.ErrClosed too, so that a queue's Run returns it rather than
+// retrying.
 func wrap(op string, err error) error {
 	if err == nil || errors.Is(err, store.ErrClosed) {
 		return err
+	}
+	if errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("redisstore: %s: %w (%w)", op, store.ErrClosed, err)
 	}
 	return fmt.Errorf("redisstore: %s: %w", op, err)
 }

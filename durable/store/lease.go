@@ -89,6 +89,13 @@ type RetryParams struct {
 	// unhandled (the queue closing with messages claimed ahead) is a Retry
 	// with After and no Error.
 	Error string
+	// Unhanded says that the lease's message was not handled: claimed
+	// ahead or held and never handed out, or handed out to a handler that
+	// its queue stopped (not one that failed). Retry then takes back the
+	// attempt its Claim counted (the attempt number goes down by one, never
+	// below zero), so that an attempt counts only a hand-out that ended
+	// in a failure or an expiry. With Unhanded, a queue passes no Error.
+	Unhanded bool
 	// Expired asks Retry to end the lease only if its deadline has passed
 	// on the store's clock, and to return ErrLeaseLost otherwise: a reap
 	// (see Expired) must not end a lease that was extended since it read
@@ -126,6 +133,11 @@ type ExpiredLease struct {
 	Attempt int
 	// Deadline is when the lease expired, on the store's clock.
 	Deadline time.Time
+	// Held is true if the lease was claimed ahead or held (Lease.Ahead)
+	// and never confirmed (see Confirm): its message was not handed out,
+	// and the queue ends it with RetryParams.Unhanded, costing no attempt
+	// and leaving no error text.
+	Held bool
 }
 
 // Ref names the lease, for Retry.

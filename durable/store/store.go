@@ -74,7 +74,9 @@ type Store interface {
 	// write), and is otherwise pending again, due p.After from the store's
 	// now. p.Error, if not empty, becomes the message's LastError; an
 	// empty one keeps the LastError it had. The attempt number stays as
-	// it is: a store cannot take an attempt back. With p.Expired, the
+	// it is, unless p.Unhanded: then it goes down by one (not below zero),
+	// taking back the attempt Claim counted for a message that was not
+	// handled. With p.Expired, the
 	// lease must also have expired on the store's clock (its deadline at
 	// or before now). Retry returns ErrLeaseLost, changing nothing, if
 	// p.Lease is not the current lease of its message or, with p.Expired,
@@ -88,7 +90,8 @@ type Store interface {
 
 	// Expired returns up to limit (0 or more) leases whose deadline has
 	// passed on the store's clock, earliest deadline first, and changes
-	// nothing. A lease is expired when its deadline is at or before the
+	// nothing. Each says whether it was claimed ahead or held and never
+	// confirmed (ExpiredLease.Held). A lease is expired when its deadline is at or before the
 	// store's now, never before. The queue ends each with a Retry with
 	// RetryParams.Expired, so that a lease extended meanwhile is kept.
 	Expired(ctx context.Context, limit int) (ExpiredLeases, error)

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -207,4 +208,59 @@ func ForTest(t testing.TB) *Server {
 		srv.Remove()
 	})
 	return srv
+}
+
+// Pids returns the process IDs of the running server: the postmaster
+// (from postmaster.pid) and its children (the backends, the checkpointer,
+// ...), read from /proc. Linux only.
+func (s *Server) Pids() ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(s.data(), "postmaster.pid"))
+	if err != nil {
+		return nil, err
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	master, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		return nil, fmt.Errorf("postmaster.pid: %w", err)
+	}
+	pids := []int{master}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after
+		// the last ')'.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid == master {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// Signal sends sig to every process of the server (see Pids): SIGSTOP
+// makes a server that hangs, every call waiting, as a stalled machine
+// or a partition that drops packets would; SIGCONT resumes it.
+func (s *Server) Signal(sig syscall.Signal) error {
+	pids, err := s.Pids()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, sig); err != nil {
+			errs = append(errs, fmt.Errorf("kill %d: %w", pid, err))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -256,7 +256,8 @@ func (e *env) reapRace(name string, f func(l store.Lease) error, check func(id s
 		require.NotNil(e.t, xl, "%s expired", id)
 		var fErr, retryErr error
 		race(func() { fErr = f(l) }, func() {
-			retryErr = e.s.Retry(e.ctx, store.RetryParams{Lease: xl.Ref(), Expired: true, Error: leaseExpired})
+			// Due in an hour, so that the next message is claimed first.
+			retryErr = e.s.Retry(e.ctx, store.RetryParams{Lease: xl.Ref(), Expired: true, Error: leaseExpired, After: time.Hour})
 		})
 		switch {
 		case fErr == nil:

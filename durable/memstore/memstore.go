@@ -9,7 +9,9 @@
 // write, keeps the order of the writes among equal instants. Each method
 // that needs an order sorts the messages of a state: plain, and fast
 // enough for tests, not for a production backlog. Nothing is persisted:
-// the messages go with the process.
+// the messages go with the process. Handle opens another handle on the
+// same messages, as a second process on one backend, or the store opened
+// again after Close, would have.
 //
 // The rules that are the queue's rather than the store's come from
 // package durable/store: Message.Validate and the cursor codec (Cursor);
@@ -401,8 +403,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Info, error) {
 	return m.info(), nil
 }
 
-// List implements store.Store. Its cursors are those of
-// durable.FormatCursor.
+// List implements store.Store. Its cursors are store.Cursor's.
 func (s *Store) List(ctx context.Context, p store.ListParams) ([]store.Info, string, error) {
 	st, cursor, limit := p.State, p.Cursor, p.Limit
 	if st != store.Pending && st != store.InFlight && st != store.Dead {

@@ -1,53 +1,105 @@
 // Package storetest is the conformance suite of the store.Store
 // contract: a store passes if Run passes against it.
 //
-// A store's test calls Run with a Harness that makes fresh, empty stores:
+// A store's test calls Run with a Harness that opens stores: New a fresh,
+// empty backend; Reopen the same backend again after closing a handle (a
+// restart); Second another handle on the same backend (a second
+// process):
 //
 //	func TestContract(t *testing.T) {
 //		mock := clock.NewMock()
 //		storetest.Run(t, storetest.Harness{
 //			New:     func(t *testing.T) store.Store { return mystore.New(mock) },
+//			Reopen:  func(t *testing.T, s store.Store) store.Store { ... },
+//			Second:  func(t *testing.T, s store.Store) store.Store { ... },
 //			Now:     mock.Now,
 //			Advance: mock.Add,
 //		})
 //	}
 //
-// Each rule of the contract is a subtest of Run, on a store of its own,
-// named after the method and the rule ("Cancel/HandedOutIsInFlight"), so
-// that a failure names the rule a store breaks. The rules are those of
-// the doc comments of store.Store and of the types it returns; package
-// durable/memstore is the reference store that keeps them all.
+// Each rule of the contract is a subtest of Run, on a backend of its own,
+// named after the method or topic and the rule
+// ("Cancel/HandedOutIsInFlight"), so that a failure names the rule a
+// store breaks. The rules are those of the doc comments of package store
+// (its package doc, store.Store and the optional interfaces); package
+// durable/memstore is the reference store that keeps them all. Besides
+// each method's rules, the suite checks:
+//
+//   - Restart (Harness.Reopen): every state, the order of equal due times,
+//     fencing tokens, a lease in flight (it still acks, extends and
+//     expires), a lease claimed ahead, the pause and the series are there
+//     after a restart.
+//   - Handles (Harness.Second): each handle sees the other's writes, its
+//     Confirm and Cancel (exactly one of a Confirm and the other's Cancel
+//     wins), its pause, its series steps (exactly one of racing steps
+//     wins); claimers on both never share a lease; a Notifier wakes on the
+//     other's new earliest message and resume; closing one leaves the
+//     other.
+//   - Races: claimers with a claim horizon and a short lease, against a
+//     reaper, never hold one message twice at once (by token, each claim's
+//     Now is at or after the deadline of the lease before); an Ack, and an
+//     Extend, racing a reap's Retry of the expired lease: exactly one wins;
+//     concurrent AdvanceSeries from one state: exactly one wins.
+//   - Context: every write method given a cancelled ctx, or one past its
+//     deadline, returns an error wrapping ctx.Err() and changes nothing.
+//   - Close: every method, those of Pauser and SeriesKeeper too, returns
+//     ErrClosed after Close (a SeriesKeeper that cannot keep series may
+//     say ErrSeriesUnsupported instead), and writes nothing.
+//   - Time: due times below the microsecond are kept, or rounded up to it,
+//     never down; store.MinTime and store.MaxTime are kept exactly; series
+//     times to the nanosecond.
+//   - Batches: a batch larger than any store writes in one command is
+//     written whole, or not at all if one message is invalid.
+//   - Retention: MaxCount, MaxAge, and at most store.MaxTrim deleted by
+//     one death, never the message dying.
 //
 // Time: the suite measures the store's instants (due times, deadlines,
 // times of death) against the clock of the Harness. With Now and Advance
-// (a mock clock the store runs on) it checks them exactly and moves time
-// instead of waiting. Without, it uses the real clock (the store's clock
-// must then be the machine's, as Redis's TIME is for a local server),
-// waits for real, and accepts an instant between the readings taken
-// before and after the call, widened by the call's own length and a
-// millisecond, so that the checks hold on a loaded machine. The suite
-// writes due times in whole microseconds, which every store keeps.
+// (a mock clock the store runs on) it checks them exactly, to the
+// nanosecond (nothing handed out, nor expired, a nanosecond early), and
+// moves time instead of waiting. Without, it uses the real clock (the
+// store's clock must then be the machine's, as Redis's TIME is for a
+// local server) and waits for real. Instants the store computes from its
+// now (a due time after a delay, a deadline after Extend) are then
+// accepted between the readings taken before and after the call, widened
+// by the longest call and a millisecond; but whether a store is early is
+// judged exactly, against the store's own readings: every message a Claim
+// hands out is due by that claim's Now, and every lease Expired returns
+// has its deadline at or before that call's Now. Claim/NeverBeforeDue
+// claims without sleeping around due times a few milliseconds away, so
+// that a store 1 ms early is caught on every run. The suite writes most
+// due times in whole microseconds, which every store keeps.
+//
+// Bounds: every call of a rule has a ctx that ends after two minutes,
+// every wait for the real clock fails the rule after ten seconds, loops
+// over a store's answers (claiming everything, paging a List) fail on an
+// answer that repeats, and no goroutine of a rule calls the test: it
+// records what it saw, and the rule checks it once they have returned.
 //
 // Order: a store that keeps its orders within a shard only says so by
 // implementing store.ShardedOrder, and the suite then checks the rules
 // of order (Claim, Expired, the reap, List) and of hand-out (a Claim hands
-// out at most Limit-Held) in their weaker form, per shard, with its Shard.
-// No rule is skipped for any store.
+// out at most Limit-Held) in their weaker form, per shard, with its Shard;
+// and the retention rules with IDs of one shard and a MaxCount of 1, which
+// is every shard's share of it.
 //
 // Series: the group Series checks the four methods of a
 // store.SeriesKeeper (AdvanceSeries, Series, ListSeries, DeleteSeries).
 // A store that is none skips it; one that cannot keep series as
 // configured passes it by returning an error wrapping
-// store.ErrSeriesUnsupported from each.
+// store.ErrSeriesUnsupported from each, and writing nothing.
 //
 // Pause: the group Pause checks the SetPaused of a store.Pauser and what
-// it does to Claim, Confirm and Stats. A store that is none skips it.
+// it does to Claim, Confirm and Stats. A store that is none skips it; one
+// that cannot pause as configured passes it by returning an error
+// wrapping store.ErrPauseUnsupported.
 //
-// What the suite cannot check through a Harness, which makes one handle
-// per store: that a Notifier wakes when another handle on the same
-// backend writes (it checks that the channel given back by Wakeups' stop
-// receives no more), and dead-letter retention (RetryParams.Retention),
-// which each store's own tests check. A store's own tests keep those.
+// What the suite leaves to each store's own tests: a crash (a process
+// killed rather than a handle closed), and what a Notifier sends without
+// a write (it checks that a new earliest message and a resume on another
+// handle wake it, and that the channel given back by Wakeups' stop
+// receives no more). broken_test.go runs the suite against stores that
+// each break one rule, and requires each run to fail in that rule.
 package storetest
 
 import (

@@ -4,8 +4,3 @@ package durable
 // committed (each one fsync with SyncAlways), for the benchmarks of
 // package durable_test.
 func Commits(q *Queue) int64 { return q.store.(*BoltStore).Commits() }
-
-// MockBoltStore opens a store in a fresh file on a mock clock of its own,
-// closed at the end of the test (see mockBoltStore), for the contract
-// suite of package durable_test.
-var MockBoltStore = mockBoltStore

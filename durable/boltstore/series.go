@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable/store"
@@ -50,21 +51,33 @@ func decodeSeries(name string, v []byte) (store.Series, error) {
 		Next: seriesTime(bs.Next), Pending: bs.Pending}, nil
 }
 
-// seriesTime is the time of Unix nanoseconds ns, the zero time for 0.
+// seriesTime is the time of Unix nanoseconds ns, the zero time for 0,
+// and the Unix epoch (store.MinTime) for epochNanos.
 func seriesTime(ns int64) time.Time {
-	if ns == 0 {
+	switch ns {
+	case 0:
 		return time.Time{}
+	case epochNanos:
+		return time.Unix(0, 0)
 	}
 	return time.Unix(0, ns)
 }
 
-// seriesNanos is the Unix nanoseconds of t, 0 for the zero time.
+// seriesNanos is the Unix nanoseconds of t, 0 for the zero time, and
+// epochNanos for the Unix epoch, whose Unix nanoseconds are 0 too.
 func seriesNanos(t time.Time) int64 {
-	if t.IsZero() {
+	switch {
+	case t.IsZero():
 		return 0
+	case t.Equal(time.Unix(0, 0)):
+		return epochNanos
 	}
 	return unixNano(t)
 }
+
+// epochNanos stands for the Unix epoch (store.MinTime) in a series'
+// times, where 0 is the zero time: no other time of the range has it.
+const epochNanos = math.MinInt64
 
 // AdvanceSeries implements Store: the check, the cancel, the message and
 // the state in one transaction.

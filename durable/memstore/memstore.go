@@ -9,7 +9,9 @@
 // write, keeps the order of the writes among equal instants. Each method
 // that needs an order sorts the messages of a state: plain, and fast
 // enough for tests, not for a production backlog. Nothing is persisted:
-// the messages go with the process.
+// the messages go with the process. Handle opens another handle on the
+// same messages, as a second process on one backend, or the store opened
+// again after Close, would have.
 //
 // The rules that are the queue's rather than the store's come from
 // package durable/store: Message.Validate and the cursor codec (Cursor);
@@ -31,13 +33,20 @@ import (
 	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
-// Store is a store.Store held in memory. It is safe for concurrent use.
-// It is not a Notifier: every queue that writes to it is in this process.
+// Store is a handle on messages held in memory: New makes the messages
+// and a first handle, Handle another. It is safe for concurrent use. It
+// is not a Notifier: every queue that writes to it is in this process.
 type Store struct {
+	*backing
+	closed bool // under mu: this handle is closed
+}
+
+// backing is what the handles of one store share: the messages, the
+// series and the pause, under one mutex, on one clock.
+type backing struct {
 	clock clock.Clock
 
 	mu     sync.Mutex
-	closed bool
 	msgs   map[string]*message
 	series map[string]store.Series
 	paused bool   // see SetPaused
@@ -80,16 +89,27 @@ func New(c clock.Clock) *Store {
 	if c == nil {
 		c = clock.New()
 	}
-	return &Store{clock: c, msgs: make(map[string]*message), series: make(map[string]store.Series)}
+	return &Store{backing: &backing{clock: c, msgs: make(map[string]*message), series: make(map[string]store.Series)}}
 }
+
+// Handle returns another handle on the messages of s, as a second process
+// opening the same backend would have: each handle sees the writes of the
+// others at once, and closing one leaves the others open. Handle may be
+// called on a closed handle: the new one is the store opened again, as
+// after a restart, with everything it held (leases in flight included).
+func (s *Store) Handle() *Store { return &Store{backing: s.backing} }
 
 // Clock implements store.LocalClock: it is the clock of New. A Queue on
 // the same clock keeps the store's instants as they are.
 func (s *Store) Clock() clock.Clock { return s.clock }
 
-// lock takes the mutex, or returns ErrClosed (with the mutex free) if the
-// store is closed. Every method but Close starts with it.
-func (s *Store) lock() error {
+// lock takes the mutex, or returns ctx's error if ctx is done, or
+// ErrClosed if the handle is closed (with the mutex free): a method given
+// a cancelled ctx writes nothing. Every method but Close starts with it.
+func (s *Store) lock(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -143,8 +163,8 @@ func (s *Store) first(st store.State) time.Time {
 // token is its current lease's; otherwise it returns ErrLeaseLost (or
 // ErrClosed) and changes nothing. Confirm, Ack, Retry and Extend go
 // through it.
-func (s *Store) withLease(l store.LeaseRef, f func(m *message)) error {
-	if err := s.lock(); err != nil {
+func (s *Store) withLease(ctx context.Context, l store.LeaseRef, f func(m *message)) error {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
@@ -175,7 +195,7 @@ func (s *Store) Enqueue(ctx context.Context, msgs []store.Message) error {
 			return err
 		}
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
@@ -204,7 +224,7 @@ func (s *Store) enqueueLocked(msgs []store.Message) {
 
 // Cancel implements store.Store.
 func (s *Store) Cancel(ctx context.Context, id string) (bool, error) {
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return false, err
 	}
 	defer s.mu.Unlock()
@@ -226,7 +246,7 @@ func (s *Store) cancelLocked(id string) (bool, error) {
 
 // Claim implements store.Store.
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, error) {
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return store.Claimed{}, err
 	}
 	defer s.mu.Unlock()
@@ -280,7 +300,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, 
 // and the lease not confirmed yet: then ErrPaused, changing nothing.
 func (s *Store) Confirm(ctx context.Context, l store.LeaseRef) error {
 	paused := false
-	err := s.withLease(l, func(m *message) {
+	err := s.withLease(ctx, l, func(m *message) {
 		if m.held && s.paused {
 			paused = true
 			return
@@ -296,7 +316,7 @@ func (s *Store) Confirm(ctx context.Context, l store.LeaseRef) error {
 // SetPaused implements store.Store. The store is not a Notifier: a
 // Queue's Resume wakes the queues of this process on the store itself.
 func (s *Store) SetPaused(ctx context.Context, paused bool) error {
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
@@ -306,14 +326,14 @@ func (s *Store) SetPaused(ctx context.Context, paused bool) error {
 
 // Ack implements store.Store.
 func (s *Store) Ack(ctx context.Context, l store.LeaseRef) error {
-	return s.withLease(l, func(m *message) { delete(s.msgs, l.ID) })
+	return s.withLease(ctx, l, func(m *message) { delete(s.msgs, l.ID) })
 }
 
 // Retry implements store.Store. Whether the message dies, when it is
 // due and its error text are the caller's; the store applies them.
 func (s *Store) Retry(ctx context.Context, p store.RetryParams) error {
 	lost := false
-	err := s.withLease(p.Lease, func(m *message) {
+	err := s.withLease(ctx, p.Lease, func(m *message) {
 		now := s.clock.Now()
 		if p.Expired && m.at.After(now) {
 			lost = true // extended since it was read: not expired
@@ -338,12 +358,12 @@ func (s *Store) Retry(ctx context.Context, p store.RetryParams) error {
 
 // Extend implements store.Store.
 func (s *Store) Extend(ctx context.Context, p store.ExtendParams) error {
-	return s.withLease(p.Lease, func(m *message) { s.place(m, store.InFlight, s.clock.Now().Add(p.By)) })
+	return s.withLease(ctx, p.Lease, func(m *message) { s.place(m, store.InFlight, s.clock.Now().Add(p.By)) })
 }
 
 // Expired implements store.Store. It only reads.
 func (s *Store) Expired(ctx context.Context, limit int) (store.ExpiredLeases, error) {
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return store.ExpiredLeases{}, err
 	}
 	defer s.mu.Unlock()
@@ -375,7 +395,7 @@ func (m *message) info() store.Info {
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, id string) (store.Info, error) {
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return store.Info{}, err
 	}
 	defer s.mu.Unlock()
@@ -386,8 +406,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Info, error) {
 	return m.info(), nil
 }
 
-// List implements store.Store. Its cursors are those of
-// durable.FormatCursor.
+// List implements store.Store. Its cursors are store.Cursor's.
 func (s *Store) List(ctx context.Context, p store.ListParams) ([]store.Info, string, error) {
 	st, cursor, limit := p.State, p.Cursor, p.Limit
 	if st != store.Pending && st != store.InFlight && st != store.Dead {
@@ -401,7 +420,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) ([]store.Info, str
 		}
 		after.at, after.seq = c.At, c.Seq
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return nil, "", err
 	}
 	defer s.mu.Unlock()
@@ -441,7 +460,7 @@ func (s *Store) trimDead(now time.Time, r store.Retention) {
 // Requeue implements store.Store.
 func (s *Store) Requeue(ctx context.Context, p store.RequeueParams) error {
 	id, due := p.ID, p.Due
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
@@ -459,7 +478,7 @@ func (s *Store) Requeue(ctx context.Context, p store.RequeueParams) error {
 
 // Stats implements store.Store.
 func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return store.Stats{}, err
 	}
 	defer s.mu.Unlock()
@@ -497,7 +516,7 @@ func (s *Store) AdvanceSeries(ctx context.Context, p store.SeriesStep) (store.Se
 			return store.Series{}, false, err
 		}
 	}
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return store.Series{}, false, err
 	}
 	defer s.mu.Unlock()
@@ -519,7 +538,7 @@ func (s *Store) AdvanceSeries(ctx context.Context, p store.SeriesStep) (store.Se
 
 // Series implements store.Store.
 func (s *Store) Series(ctx context.Context, name string) (store.Series, error) {
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return store.Series{}, err
 	}
 	defer s.mu.Unlock()
@@ -532,7 +551,7 @@ func (s *Store) Series(ctx context.Context, name string) (store.Series, error) {
 
 // ListSeries implements store.Store.
 func (s *Store) ListSeries(ctx context.Context) ([]store.Series, error) {
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return nil, err
 	}
 	defer s.mu.Unlock()
@@ -546,7 +565,7 @@ func (s *Store) ListSeries(ctx context.Context) ([]store.Series, error) {
 
 // DeleteSeries implements store.Store.
 func (s *Store) DeleteSeries(ctx context.Context, name string) (bool, error) {
-	if err := s.lock(); err != nil {
+	if err := s.lock(ctx); err != nil {
 		return false, err
 	}
 	defer s.mu.Unlock()

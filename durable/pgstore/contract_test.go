@@ -1,27 +1,55 @@
 package pgstore
 
 import (
+	"sync"
 	"testing"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/durable/storetest"
 )
 
+// contractHarness makes, for each rule of the Store contract's suite, a
+// store of a fresh queue on pool with opts, on the real clock (the
+// database's is the machine's); Reopen and Second open stores of the same
+// queue on the same pool, as another process would.
+func contractHarness(pool *pgxpool.Pool, opts ...Option) storetest.Harness {
+	var (
+		mu     sync.Mutex
+		queues = map[store.Store]string{}
+	)
+	open := func(t *testing.T, queue string) store.Store {
+		s := openStore(t, pool, queue, opts...)
+		mu.Lock()
+		defer mu.Unlock()
+		queues[s] = queue
+		return s
+	}
+	queue := func(s store.Store) string {
+		mu.Lock()
+		defer mu.Unlock()
+		return queues[s]
+	}
+	return storetest.Harness{
+		New: func(t *testing.T) store.Store { return open(t, freshQueue()) },
+		Reopen: func(t *testing.T, s store.Store) store.Store {
+			require.NoError(t, s.Close())
+			return open(t, queue(s))
+		},
+		Second: func(t *testing.T, s store.Store) store.Store { return open(t, queue(s)) },
+	}
+}
+
 // TestContract runs the Store contract's suite, each rule on a store of a
-// fresh queue, all in one database, on the real clock (the database's is
-// the machine's).
+// fresh queue, all in one database.
 func TestContract(t *testing.T) {
-	pool := testPool(t)
-	storetest.Run(t, storetest.Harness{New: func(t *testing.T) durable.Store {
-		return openStore(t, pool, freshQueue())
-	}})
+	storetest.Run(t, contractHarness(testPool(t)))
 }
 
 // TestContractSchema runs it again in a schema of its own, whose name
 // needs quoting.
 func TestContractSchema(t *testing.T) {
-	pool := testPool(t)
-	storetest.Run(t, storetest.Harness{New: func(t *testing.T) durable.Store {
-		return openStore(t, pool, freshQueue(), WithSchema(`Contract "Schema"`))
-	}})
+	storetest.Run(t, contractHarness(testPool(t), WithSchema(`Contract "Schema"`)))
 }

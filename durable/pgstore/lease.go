@@ -51,9 +51,12 @@ nt AS MATERIALIZED (
 SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM nt)`
 
 // killSQL ends a lease with the message's death, and trims the dead
-// letters (to RetryParams.Retention): up to 100 of the oldest beyond
-// $6 (0: no limit; counting them reads the dead index of the queue) and
-// up to 100 dead longer than $7 µs ago (0: no limit). The message that
+// letters (to RetryParams.Retention): up to store.MaxTrim of the oldest
+// beyond $6 (0: no limit; counting them reads the dead index of the
+// queue) and up to store.MaxTrim dead longer than $7 µs ago (0: no
+// limit), both the oldest first (the letters dead longer than $7 are a
+// prefix of that order), so that together they are store.MaxTrim at
+// most. The message that
 // dies is not among them: the statement does not see it dead.
 //
 // The trim takes only the letters nobody holds (SKIP LOCKED), so that the
@@ -87,14 +90,14 @@ oldest AS MATERIALIZED (
 	WHERE EXISTS (SELECT 1 FROM u) AND d.queue = (SELECT $1::text) AND d.state + 0 = 3 AND d.id = ANY (ARRAY(
 		SELECT o.id FROM {T} o WHERE o.queue = $1::text AND o.state = 3
 		ORDER BY o.died_at, o.seq
-		LIMIT CASE WHEN $6::bigint > 0 THEN greatest(0, least(100,
+		LIMIT CASE WHEN $6::bigint > 0 THEN greatest(0, least({MAXTRIM},
 			(SELECT count(*) FROM {T} c WHERE c.queue = $1::text AND c.state = 3) + 1 - $6::bigint)) ELSE 0 END))
 	FOR UPDATE SKIP LOCKED
 ),
 old AS MATERIALIZED (
 	SELECT o.id FROM {T} o WHERE o.queue = $1::text AND o.state = 3 AND $7::bigint > 0 AND EXISTS (SELECT 1 FROM u)
 		AND o.died_at < (SELECT now FROM n) - $7::bigint * interval '1 microsecond'
-	ORDER BY o.died_at, o.seq LIMIT 100
+	ORDER BY o.died_at, o.seq LIMIT {MAXTRIM}
 	FOR UPDATE SKIP LOCKED
 ),
 gone AS (

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"strconv"
 	"strings"
 
@@ -55,10 +56,11 @@ func quoteLiteral(s string) string {
 // expand replaces the placeholders of an SQL template: {T} the messages
 // table, {SER} the series table, {QUEUES} the table of the queues' flags,
 // {V} the version table, {S} the schema,
-// {SEQ} and {TOK} the sequences (as literals, for nextval).
+// {SEQ} and {TOK} the sequences (as literals, for nextval), {MAXTRIM}
+// store.MaxTrim.
 func (n names) expand(sql string) string {
 	return strings.NewReplacer("{T}", n.messages, "{SER}", n.series, "{QUEUES}", n.queues, "{V}", n.version, "{S}", n.schema,
-		"{SEQ}", n.seq, "{TOK}", n.token).Replace(sql)
+		"{SEQ}", n.seq, "{TOK}", n.token, "{MAXTRIM}", strconv.Itoa(store.MaxTrim)).Replace(sql)
 }
 
 // migrations holds the statements of each version: migrations[v-1] takes

@@ -5,28 +5,18 @@ import (
 	"time"
 )
 
-// PostgreSQL keeps instants to the microsecond, from 4713 BC to 294276 AD.
+// PostgreSQL keeps instants to the microsecond, from 4713 BC to 294276
+// AD, which holds store.MinTime to store.MaxTime, the range the queue
+// checks every due time against (store.ValidateBatch, store.CheckTime).
 // A due time is rounded up to the microsecond, so that a message is never
-// claimed before its Due, and kept within minDue and maxDue, where adding
-// any duration the store takes stays in range.
-var (
-	minDue = time.Date(-4000, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxDue = time.Date(200000, 1, 1, 0, 0, 0, 0, time.UTC)
-)
+// claimed before its Due.
 
 // maxMicros bounds the durations given to PostgreSQL (about 100 years),
 // which multiplies them in double precision, exact up to 2^53.
 const maxMicros = 100 * 366 * 24 * int64(time.Hour/time.Microsecond)
 
-// dueArg is the due time kept for t: rounded up to the microsecond and
-// within range.
+// dueArg is the due time kept for t: rounded up to the microsecond.
 func dueArg(t time.Time) time.Time {
-	switch {
-	case t.Before(minDue):
-		return minDue
-	case t.After(maxDue):
-		return maxDue
-	}
 	if r := t.Truncate(time.Microsecond); !r.Equal(t) {
 		return r.Add(time.Microsecond)
 	}

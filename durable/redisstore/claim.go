@@ -365,13 +365,16 @@ func (s *Store) rounds(limit int, maxBytes int64, call func(sh, n int, bytes int
 }
 
 // merge returns the clock, next due time and next deadline of results
-// from several shards: each shard's latest, the earliest of them. On a
-// single Redis all shards share one clock, and now is the latest. On a
-// cluster each node has its own clock: times are moved to the clock of the
-// first result, by their distance from their own result's now, and so are
-// the leases' deadlines. If a shard failed, the next due time and deadline
-// are now: what the failed shard holds is unknown, and the caller should
-// come back soon.
+// from several shards: each shard's latest, the earliest of them. Now is
+// the latest reading, at or after every shard's claim. On a single Redis
+// all shards share one clock. On a cluster each node has its own clock:
+// the hints are moved to the clock of the first result, by their distance
+// from their own result's now, which can only make them earlier than
+// Now says (a hint may be early, never late); the leases' Ready and
+// Deadline stay as their shard keeps them, so that a Ready is never
+// before its due time nor a Deadline other than Get's. If a shard failed,
+// the next due time and deadline are now: what the failed shard holds is
+// unknown, and the caller should come back soon.
 func (s *Store) merge(rs []shardResult, failed bool) result {
 	if len(rs) == 1 {
 		m := rs[0].result
@@ -390,14 +393,9 @@ func (s *Store) merge(rs []shardResult, failed bool) result {
 		r := &rs[i]
 		off := int64(0)
 		if s.cluster {
-			off = ref - r.now
-			for j := range r.leases {
-				shift := time.Duration(off) * time.Microsecond
-				r.leases[j].Deadline = r.leases[j].Deadline.Add(shift)
-				r.leases[j].Ready = r.leases[j].Ready.Add(shift)
-			}
+			off = min(0, ref-r.now)
 		}
-		if !s.cluster && r.now > m.now {
+		if r.now > m.now {
 			m.now = r.now
 		}
 		if latest[r.shard] != i {
@@ -410,9 +408,6 @@ func (s *Store) merge(rs []shardResult, failed bool) result {
 		if r.nextDeadline >= 0 && (m.nextDeadline < 0 || r.nextDeadline+off < m.nextDeadline) {
 			m.nextDeadline = r.nextDeadline + off
 		}
-	}
-	if s.cluster {
-		m.now = ref
 	}
 	if failed {
 		m.nextDue, m.nextDeadline = m.now, m.now

@@ -3,6 +3,8 @@ package redisstore
 import (
 	"strconv"
 
+	"github.com/seed64e23a5c/timingwheel/durable/store"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -67,12 +69,12 @@ if ` + shardedTest + ` then PUB = 'SPUBLISH' end
 
 -- A member of pending or dead is a prefix of PREFIX_LEN bytes, NS_DIGITS
 -- digits of nanoseconds then the seq in hex, and the ID; ON_MICRO is the
--- nanoseconds of a time on the microsecond. TRIM_MAX is the most dead
+-- nanoseconds of a time on the microsecond. TRIM_MAX (store.MaxTrim) is the most dead
 -- messages trim_dead deletes in a call.
 local PREFIX_LEN = ` + strconv.Itoa(memberPrefixLen) + `
 local NS_DIGITS = ` + strconv.Itoa(nsDigits) + `
 local ON_MICRO = '` + onMicro + `'
-local TRIM_MAX = 100
+local TRIM_MAX = ` + strconv.Itoa(store.MaxTrim) + `
 
 local function now_us()
   local t = redis.call('TIME')

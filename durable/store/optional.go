@@ -70,12 +70,14 @@ type Notifier interface {
 
 // ShardedOrder is a store that keeps its messages in several shards and
 // its orders within a shard only (Redis WithShards). Such a store may
-// weaken two rules of Store, and no other: the order of Claim, Expired
+// weaken three rules of Store, and no other: the order of Claim, Expired
 // and List (by time, then by write) holds among the messages of one
-// shard, while messages of different shards come in any order; and a
-// Claim may hand out fewer than Limit-Held due messages (each shard hands
-// out its share), never more. Shard returns the shard that holds, or
-// would hold, the message id.
+// shard, while messages of different shards come in any order; a Claim
+// may hand out fewer than Limit-Held due messages (each shard hands out
+// its share), never more; and a Retention holds per shard, a death
+// trimming the dead letters of its own shard, each shard keeping its
+// share of MaxCount (at least one). Shard returns the shard that holds,
+// or would hold, the message id.
 type ShardedOrder interface {
 	Shard(id string) int
 }

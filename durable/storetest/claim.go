@@ -40,35 +40,17 @@ var claimRules = []rule{
 
 		// Not handed out by a claim before its due time, and handed out
 		// by the first claim at or after it.
-		due := e.now().Add(50 * time.Millisecond)
-		e.enqueue(msg("soon", due))
 		if e.mock {
-			e.advance(due.Sub(e.nowFn()) - time.Microsecond)
-			require.Empty(e.t, e.claim(claimArgs{Limit: 10, Lease: time.Minute}).Leases, "a microsecond early")
-			e.advance(time.Microsecond)
+			due := e.now().Add(50 * time.Millisecond)
+			e.enqueue(msg("soon", due))
+			e.advance(due.Sub(e.nowFn()) - time.Nanosecond)
+			require.Empty(e.t, e.claim(claimArgs{Limit: 10, Lease: time.Minute}).Leases, "a nanosecond early")
+			e.advance(time.Nanosecond)
+			l := e.claimOne("soon", time.Minute)
+			require.True(e.t, due.Equal(l.Ready), "handed out at its due time")
+			return
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			var c store.Claimed
-			_, after := e.around(func() { c = e.claim(claimArgs{Limit: 10, Lease: time.Minute}) })
-			if len(c.Leases) > 0 {
-				require.Equal(e.t, "soon", c.Leases[0].ID)
-				require.False(e.t, c.Leases[0].Ahead)
-				// On the real clock a store of several servers reads the
-				// clock of whichever it asks, so readings of one instant
-				// differ by up to a call's length (23µs seen on a cluster).
-				slack := time.Duration(0)
-				if !e.mock {
-					slack = e.span
-				}
-				require.False(e.t, after.Add(slack).Before(due), "handed out at %v, before its due time %v", after, due)
-				require.False(e.t, c.Now.Add(slack).Before(due), "the claim's Now %v is before the due time %v (slack %v)", c.Now, due, slack)
-				return
-			}
-			require.False(e.t, e.mock, "due now: the claim must take it")
-			require.True(e.t, time.Now().Before(deadline), "not claimed 10s after its due time")
-			time.Sleep(time.Millisecond)
-		}
+		e.requireNeverEarly()
 	}},
 	{"LeaseArithmetic", func(e *env) {
 		// Deadline = max(due, now) + lease and Ready = max(due, now).
@@ -246,6 +228,9 @@ var claimRules = []rule{
 		c = e.claim(claimArgs{Limit: 1, Lease: time.Minute})
 		require.True(e.t, c.NextDue.IsZero(), "none pending")
 		require.True(e.t, c.NextDeadline.IsZero(), "none in flight")
+	}},
+	{"ConcurrentClaimersWithAHorizonNeverShare", func(e *env) {
+		e.claimRace([]*env{e})
 	}},
 	{"ConcurrentClaimersNeverShare", func(e *env) {
 		const n, claimers = 1000, 8

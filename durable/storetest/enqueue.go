@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,7 +136,42 @@ var enqueueRules = []rule{
 			}
 		}
 	}},
+	largeBatchRule,
 }
+
+// enqueueLargeBatch is a batch larger than any store writes in one
+// command (Redis: 1000 messages or 4 MiB a script; PostgreSQL: 1000 rows
+// a statement): 2500 messages of 2 KiB.
+func enqueueLargeBatch(due time.Time) []store.Message {
+	var out []store.Message
+	for _, id := range seqIDs("big", 2500) {
+		out = append(out, store.Message{ID: id, Payload: []byte(strings.Repeat(id, 2048/len(id))), Due: due})
+	}
+	return out
+}
+
+var largeBatchRule = rule{"LargeBatchAllOrNone", func(e *env) {
+	batch := enqueueLargeBatch(e.past())
+	bad := slices.Clone(batch)
+	bad[len(bad)-1].Payload = make([]byte, store.MaxPayloadLen+1)
+	require.ErrorIs(e.t, e.s.Enqueue(e.ctx, bad), store.ErrInvalidMessage, "the last message is invalid")
+	e.requireCounts(0, 0, 0)
+	e.requireNotFound(batch[0].ID)
+
+	e.enqueue(batch...)
+	e.requireCounts(len(batch), 0, 0)
+	var want []string
+	for _, m := range batch {
+		want = append(want, m.ID)
+	}
+	ls := e.claimAll(time.Minute)
+	e.requireOrder(want, ids(ls), "every message, in the batch's order")
+	for i, l := range ls {
+		if l.ID == batch[i].ID {
+			require.Equal(e.t, string(batch[i].Payload), string(l.Payload), l.ID)
+		}
+	}
+}}
 
 var cancelRules = []rule{
 	{"Pending", func(e *env) {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
 	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
@@ -89,7 +88,28 @@ func (e *env) claim(a claimArgs) store.Claimed {
 	)
 	e.around(func() { c, err = e.tryClaim(a) })
 	require.NoError(e.t, err)
+	e.requireClaimed(a, c)
 	return c
+}
+
+// requireClaimed checks what every Claim returns, on the store's own
+// clock: a message handed out is due by the claim's Now, and each lease's
+// Ready is the later of its due time and that now (Ready is then Now at
+// the latest, for a Now read later), its Deadline Ready plus the lease.
+func (e *env) requireClaimed(a claimArgs, c store.Claimed) {
+	e.t.Helper()
+	require.LessOrEqual(e.t, len(c.Leases), max(a.Limit, 0), "at most Limit leases")
+	for _, l := range c.Leases {
+		require.False(e.t, l.Ready.Before(l.Due), "%s: Ready %v before its due time %v", l.ID, l.Ready, l.Due)
+		if !l.Ahead {
+			e.requireNotBefore(c.Now, l.Due, l.ID+" handed out by the claim")
+			require.False(e.t, l.Ready.After(c.Now), "%s: handed out, its Ready %v is after the claim's Now %v", l.ID, l.Ready, c.Now)
+		}
+		// A store of microseconds rounds the lease up.
+		d := l.Deadline.Sub(l.Ready)
+		require.True(e.t, d >= a.Lease && d < a.Lease+time.Microsecond,
+			"%s: Deadline %v is %v after Ready %v, want the lease %v", l.ID, l.Deadline, d, l.Ready, a.Lease)
+	}
 }
 
 // claimOne claims the one message due, which must be id, handed out.
@@ -120,14 +140,21 @@ func (e *env) claimAhead(id, payload string) store.Lease {
 // well within the claim's horizon of a minute, and well after its now.
 const aheadOf = 10 * time.Second
 
-// claimAll claims, 100 at a time, until a claim finds nothing due.
+// claimAll claims, 100 at a time, until a claim finds nothing due, and
+// fails the rule if a message is claimed twice (a store that claims
+// without end fails rather than hangs).
 func (e *env) claimAll(lease time.Duration) []store.Lease {
 	e.t.Helper()
 	var out []store.Lease
+	seen := map[string]bool{}
 	for {
 		c := e.claim(claimArgs{Limit: 100, Lease: lease})
 		if len(c.Leases) == 0 {
 			return out
+		}
+		for _, l := range c.Leases {
+			require.False(e.t, seen[l.ID], "%s claimed twice", l.ID)
+			seen[l.ID] = true
 		}
 		out = append(out, c.Leases...)
 	}
@@ -146,13 +173,17 @@ func (e *env) expired(limit int) store.ExpiredLeases {
 	)
 	e.around(func() { x, err = e.s.Expired(e.ctx, limit) })
 	require.NoError(e.t, err)
+	require.LessOrEqual(e.t, len(x.Leases), max(limit, 0), "at most limit leases")
+	for _, l := range x.Leases {
+		e.requireNotBefore(x.Now, l.Deadline, l.ID+" counted expired")
+	}
 	return x
 }
 
-func (e *env) reap(limit int, p durable.RetryPolicy) durable.Reaped {
+func (e *env) reap(limit int, p retryPolicy) reaped {
 	e.t.Helper()
 	var (
-		r   durable.Reaped
+		r   reaped
 		err error
 	)
 	e.around(func() { r, err = e.tryReap(limit, p) })

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -65,6 +66,26 @@ var requeueRules = []rule{
 		due := e.now().Add(time.Hour)
 		require.NoError(e.t, e.s.Requeue(e.ctx, store.RequeueParams{ID: "a", Due: due}))
 		require.True(e.t, due.Equal(e.get("a").Due), "due at the time given")
+	}},
+	{"EqualDueKeepsWriteOrder", func(e *env) {
+		for _, id := range []string{"a", "b", "c"} {
+			e.kill(id)
+		}
+		due := e.now().Add(e.short())
+		for _, id := range []string{"b", "c", "a"} {
+			require.NoError(e.t, e.s.Requeue(e.ctx, store.RequeueParams{ID: id, Due: due}))
+		}
+		e.enqueue(msg("z", due))
+		want := []string{"b", "c", "a", "z"}
+		infos, _ := e.listOnce(store.Pending, 3, nil)
+		var listed []string
+		for _, info := range infos {
+			listed = append(listed, info.ID)
+			require.True(e.t, due.Equal(info.Due), "%s: due at the time given", info.ID)
+		}
+		e.requireOrder(want, listed, "List: in the order of the Requeues, then the Enqueue")
+		e.waitPast(due)
+		e.requireOrder(want, ids(e.claimAll(time.Minute)), "Claim: in the order of the Requeues, then the Enqueue")
 	}},
 	{"OnlyDead", func(e *env) {
 		require.ErrorIs(e.t, e.s.Requeue(e.ctx, store.RequeueParams{ID: "nothing", Due: time.Time{}}), store.ErrNotFound)
@@ -134,6 +155,7 @@ var listRules = []rule{
 			}
 		}
 		var wg sync.WaitGroup
+		defer wg.Wait() // before the rule ends, even when it fails
 		wg.Go(func() {
 			for _, l := range acked {
 				assert.NoError(e.t, e.s.Ack(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
@@ -222,7 +244,8 @@ func (e *env) listOnce(st store.State, limit int, between func(page []store.Info
 	seen := map[string]bool{}
 	var got []store.Info
 	cursor := ""
-	for {
+	for pages := 0; ; pages++ {
+		require.Less(e.t, pages, 100000, "List gave no end")
 		infos, next := e.list(st, cursor, limit)
 		for _, info := range infos {
 			require.Equal(e.t, st, info.State)
@@ -291,7 +314,52 @@ var closeRules = []rule{
 		_, err = e.s.Stats(ctx)
 		require.ErrorIs(e.t, err, store.ErrClosed, "Stats")
 	}},
+	closeOptionalRule,
 }
+
+// closeOptionalRule checks that the optional interfaces too return
+// ErrClosed after Close, and write nothing: the store opened again holds
+// no series and is not paused.
+var closeOptionalRule = rule{"OptionalInterfacesToo", func(e *env) {
+	_, pauser := e.s.(store.Pauser)
+	_, keeper := e.s.(store.SeriesKeeper)
+	if !pauser && !keeper {
+		e.t.Skip("neither a store.Pauser nor a store.SeriesKeeper")
+	}
+	seriesUnsupported := keeper && e.unsupported()
+	require.NoError(e.t, e.s.Close())
+	closed := func(err error, what string) {
+		e.t.Helper()
+		if seriesUnsupported && errors.Is(err, store.ErrSeriesUnsupported) {
+			return // either rule may answer
+		}
+		require.ErrorIs(e.t, err, store.ErrClosed, what)
+	}
+	if pauser {
+		require.ErrorIs(e.t, e.s.(store.Pauser).SetPaused(e.ctx, true), store.ErrClosed, "SetPaused")
+	}
+	if keeper {
+		k := e.s.(store.SeriesKeeper)
+		p := e.seriesStep("s", "fp", store.Series{}, e.now().Add(time.Hour))
+		_, _, err := k.AdvanceSeries(e.ctx, p)
+		closed(err, "AdvanceSeries")
+		_, err = k.Series(e.ctx, "s")
+		closed(err, "Series")
+		_, err = k.ListSeries(e.ctx)
+		closed(err, "ListSeries")
+		_, err = k.DeleteSeries(e.ctx, "s")
+		closed(err, "DeleteSeries")
+		e.reopen()
+		e.gone(p.Message.ID)
+		if !seriesUnsupported {
+			_, err = e.keeper().Series(e.ctx, "s")
+			require.ErrorIs(e.t, err, store.ErrNotFound, "AdvanceSeries after Close wrote nothing")
+		}
+	} else {
+		e.reopen()
+	}
+	require.False(e.t, e.stats().Paused, "SetPaused after Close wrote nothing")
+}}
 
 var notifierRules = []rule{
 	{"StopSilences", func(e *env) {

@@ -8,12 +8,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
 	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // noBackoff is a retry policy of 10 attempts without back-off.
-var noBackoff = durable.RetryPolicy{MaxAttempts: 10, Backoff: func(int) time.Duration { return 0 }}
+var noBackoff = retryPolicy{MaxAttempts: 10, Backoff: func(int) time.Duration { return 0 }}
 
 var leaseRules = []rule{
 	{"FencingAfterReclaim", func(e *env) {
@@ -145,15 +144,15 @@ var retryRules = []rule{
 		e.enqueue(msg("a", e.past()))
 		l := e.claimOne("a", time.Hour)
 		before := e.get("a")
-		require.ErrorIs(e.t, e.tryRetry(l, store.RetryParams{Expired: true, Error: durable.LeaseExpired}), store.ErrLeaseLost,
+		require.ErrorIs(e.t, e.tryRetry(l, store.RetryParams{Expired: true, Error: leaseExpired}), store.ErrLeaseLost,
 			"the deadline has not passed")
 		require.Equal(e.t, utc(before), utc(e.get("a")), "and nothing changed")
 		require.NoError(e.t, e.s.Extend(e.ctx, store.ExtendParams{Lease: store.LeaseRef{ID: "a", Token: l.Token}, By: time.Millisecond}))
 		e.waitPast(e.get("a").Deadline)
-		e.retry(l, store.RetryParams{Expired: true, Error: durable.LeaseExpired})
+		e.retry(l, store.RetryParams{Expired: true, Error: leaseExpired})
 		info := e.get("a")
 		require.Equal(e.t, store.Pending, info.State)
-		require.Equal(e.t, durable.LeaseExpired, info.LastError)
+		require.Equal(e.t, leaseExpired, info.LastError)
 	}},
 }
 
@@ -164,6 +163,34 @@ func (e *env) releaseOK(l store.Lease, after time.Duration) {
 }
 
 var releaseRules = []rule{
+	{"EqualDueKeepsWriteOrder", func(e *env) {
+		// Messages given back with one delay at one instant (a mock
+		// clock) are due at one instant, in the order of the Retries; on
+		// the real clock their due times follow that order anyway.
+		due := e.past()
+		e.enqueue(msg("w", due), msg("x", due), msg("y", due))
+		byID := map[string]store.Lease{}
+		for _, l := range e.claimAll(time.Hour) {
+			byID[l.ID] = l
+		}
+		d := e.short()
+		for _, id := range []string{"y", "w", "x"} {
+			e.releaseOK(byID[id], d)
+		}
+		want := []string{"y", "w", "x"}
+		if e.mock {
+			e.enqueue(msg("z", e.now().Add(d))) // at the same instant, after them
+			want = append(want, "z")
+		}
+		infos, _ := e.listOnce(store.Pending, 2, nil)
+		var listed []string
+		for _, info := range infos {
+			listed = append(listed, info.ID)
+		}
+		e.requireOrder(want, listed, "List: in the order of the writes")
+		e.waitPast(infos[len(infos)-1].Due)
+		e.requireOrder(want, ids(e.claimAll(time.Minute)), "Claim: in the order of the writes")
+	}},
 	{"GivesBackUnhandled", func(e *env) {
 		e.enqueue(msg("a", e.past()))
 		e.retry(e.claimOne("a", time.Minute), store.RetryParams{Error: "first"})
@@ -193,6 +220,35 @@ var releaseRules = []rule{
 }
 
 var expiredRules = []rule{
+	{"NeverBeforeDeadline", func(e *env) {
+		// A lease is expired at its deadline on the store's clock, not a
+		// nanosecond before: neither Expired nor a Retry with Expired
+		// counts it before.
+		e.enqueue(msg("a", e.past()))
+		if !e.mock {
+			// The store's own readings: whenever Expired returns the
+			// lease, its Now is at or after the deadline (see
+			// env.expired), polled without sleeping around the deadline.
+			l := e.claimOne("a", 20*time.Millisecond)
+			time.Sleep(time.Until(l.Deadline) - 3*time.Millisecond)
+			deadline := time.Now().Add(maxWait)
+			for len(e.expired(10).Leases) == 0 {
+				require.True(e.t, time.Now().Before(deadline), "not expired %v after its deadline", maxWait)
+			}
+			return
+		}
+		l := e.claimOne("a", 10*time.Second)
+		e.advance(l.Deadline.Sub(e.nowFn()) - time.Nanosecond)
+		require.Empty(e.t, e.expired(10).Leases, "a nanosecond before its deadline")
+		require.ErrorIs(e.t, e.tryRetry(l, store.RetryParams{Expired: true, Error: leaseExpired}), store.ErrLeaseLost,
+			"a Retry with Expired a nanosecond before its deadline")
+		require.Equal(e.t, store.InFlight, e.get("a").State)
+		e.advance(time.Nanosecond)
+		x := e.expired(10)
+		require.Len(e.t, x.Leases, 1, "expired at its deadline")
+		e.retry(l, store.RetryParams{Expired: true, Error: leaseExpired})
+		require.Equal(e.t, store.Pending, e.get("a").State)
+	}},
 	{"ReadsOnlyEarliestFirst", func(e *env) {
 		e.enqueue(msg("a", e.past()), msg("b", e.past()), msg("c", e.past()), msg("d", e.past()))
 		var ls []store.Lease
@@ -258,6 +314,36 @@ var extendRules = []rule{
 }
 
 var reapRules = []rule{
+	{"AckRacingAReap", func(e *env) {
+		// The lease expired and the reap read it: the holder's Ack and
+		// the reap's Retry race, and exactly one wins.
+		e.reapRace("ack", func(l store.Lease) error { return e.s.Ack(e.ctx, l.Ref()) }, func(id string, acked bool) {
+			if acked {
+				e.requireNotFound(id)
+				return
+			}
+			info := e.get(id)
+			require.Equal(e.t, store.Pending, info.State, id)
+			require.Equal(e.t, leaseExpired, info.LastError, id)
+		})
+		e.requireCounts(e.stats().Pending, 0, 0)
+	}},
+	{"ExtendRacingAReap", func(e *env) {
+		// The lease expired and the reap read it: the holder's Extend and
+		// the reap's Retry race, and exactly one wins; an Extend that won
+		// keeps the lease, whose deadline is then after now.
+		e.reapRace("extend", func(l store.Lease) error {
+			return e.s.Extend(e.ctx, store.ExtendParams{Lease: l.Ref(), By: time.Hour})
+		}, func(id string, extended bool) {
+			info := e.get(id)
+			if extended {
+				require.Equal(e.t, store.InFlight, info.State, id)
+				require.Empty(e.t, e.expired(100).Leases, "%s: extended by an hour", id)
+				return
+			}
+			require.Equal(e.t, store.Pending, info.State, id)
+		})
+	}},
 	{"LeasesNotExpiredStay", func(e *env) {
 		e.enqueue(msg("a", e.past()))
 		l := e.claimOne("a", time.Hour)
@@ -294,7 +380,7 @@ var reapRules = []rule{
 			mu     sync.Mutex
 			called []int
 		)
-		p := durable.RetryPolicy{MaxAttempts: 2, Backoff: func(attempt int) time.Duration {
+		p := retryPolicy{MaxAttempts: 2, Backoff: func(attempt int) time.Duration {
 			mu.Lock()
 			defer mu.Unlock()
 			called = append(called, attempt)
@@ -308,7 +394,7 @@ var reapRules = []rule{
 		require.Equal(e.t, 2, lb.Attempt)
 		e.waitPast(la.Deadline)
 		e.waitPast(lb.Deadline)
-		var r durable.Reaped
+		var r reaped
 		before, after := e.around(func() { r = e.reap(10, p) })
 		require.Equal(e.t, 1, r.Returned, "a, attempt 1 of 2")
 		require.Equal(e.t, 1, r.Dead, "b, attempt 2 of 2")
@@ -318,14 +404,14 @@ var reapRules = []rule{
 		a := e.get("a")
 		require.Equal(e.t, store.Pending, a.State)
 		require.Equal(e.t, 1, a.Attempt)
-		require.Equal(e.t, durable.LeaseExpired, a.LastError)
+		require.Equal(e.t, leaseExpired, a.LastError)
 		e.requireBetween(a.Due, before.Add(time.Hour), after.Add(time.Hour), "due Backoff(1) after now")
 		e.requireInstant(a.Due, r.NextDue, "Reaped.NextDue")
 		require.True(e.t, r.NextDeadline.IsZero(), "none left in flight")
 
 		b := e.get("b")
 		require.Equal(e.t, store.Dead, b.State)
-		require.Equal(e.t, durable.LeaseExpired, b.LastError, "replaces the text before")
+		require.Equal(e.t, leaseExpired, b.LastError, "replaces the text before")
 		e.requireBetween(b.DiedAt, before, after, "DiedAt")
 		e.requireCounts(1, 0, 1)
 	}},
@@ -333,16 +419,7 @@ var reapRules = []rule{
 		e.enqueue(msg("a", e.past()))
 		l := e.claimOne("a", time.Millisecond)
 		e.waitPast(l.Deadline)
-		before, after := e.around(func() { require.Equal(e.t, 1, e.reap(10, durable.RetryPolicy{MaxAttempts: 5}).Returned) })
+		before, after := e.around(func() { require.Equal(e.t, 1, e.reap(10, retryPolicy{MaxAttempts: 5}).Returned) })
 		e.requireBetween(e.get("a").Due, before, after, "a nil Backoff: due now")
-	}},
-	{"APanickingBackoffFailsAndChangesNothing", func(e *env) {
-		e.enqueue(msg("a", e.past()))
-		l := e.claimOne("a", time.Millisecond)
-		e.waitPast(l.Deadline)
-		before := e.get("a")
-		_, err := e.tryReap(10, durable.RetryPolicy{MaxAttempts: 5, Backoff: func(int) time.Duration { panic("boom") }})
-		require.Error(e.t, err)
-		require.Equal(e.t, utc(before), utc(e.get("a")))
 	}},
 }

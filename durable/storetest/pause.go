@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
 	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
@@ -114,7 +113,7 @@ var pauseRules = unless((*env).pauseUnsupported, []rule{
 
 		// Leases expire and are reaped as usual.
 		e.waitPast(ls["expiring"].Deadline)
-		r := e.reap(10, durable.RetryPolicy{MaxAttempts: 1})
+		r := e.reap(10, retryPolicy{MaxAttempts: 1})
 		require.Equal(e.t, 1, r.Dead, "the expired lease is reaped")
 		require.Equal(e.t, store.Dead, e.get("expiring").State)
 		require.Equal(e.t, store.InFlight, e.get("extended").State, "the extended lease is kept")

@@ -218,6 +218,45 @@ var seriesRules = unless((*env).unsupported, []rule{
 		require.NoError(e.t, err)
 		require.False(e.t, found)
 	}},
+	{"ConcurrentStepsFromOneStateOneWins", func(e *env) {
+		sr := e.advanceSeries(e.seriesStep("s", "fp", store.Series{}, e.now().Add(time.Minute)))
+		e.seriesRace([]*env{e}, sr)
+	}},
+	{"RefusedStepCancelsNothing", func(e *env) {
+		at := e.now().Add(time.Minute)
+		sr := e.advanceSeries(e.seriesStep("s", "fp", store.Series{}, at))
+		stale := sr
+		stale.Last = sr.Last.Add(-time.Minute)
+		p := e.seriesStep("s", "fp", stale, at.Add(time.Minute))
+		p.Cancel = sr.Pending
+		cur, ok, err := e.keeper().AdvanceSeries(e.ctx, p)
+		require.NoError(e.t, err)
+		require.False(e.t, ok, "a step from a state the series is not in")
+		e.requireSeries(sr, cur, "the state as it is")
+		require.Equal(e.t, store.Pending, e.get(sr.Pending).State, "the message the refused step names is not cancelled")
+		e.gone(p.Message.ID)
+		e.requireSeries(sr, e.stored("s"), "unchanged")
+	}},
+	{"TimesToTheNanosecond", func(e *env) {
+		at := e.now().Add(time.Hour + 123*time.Nanosecond)
+		p := e.seriesStep("s", "fp", store.Series{}, at)
+		p.Next = at.Add(time.Minute + 999*time.Nanosecond)
+		sr := e.advanceSeries(p)
+		want := store.Series{Name: "s", Fingerprint: "fp", Last: p.Last, Next: p.Next, Pending: p.Message.ID}
+		e.requireSeries(want, sr, "returned")
+		e.requireSeries(want, e.stored("s"), "stored, to the nanosecond")
+		list, err := e.keeper().ListSeries(e.ctx)
+		require.NoError(e.t, err)
+		require.Len(e.t, list, 1)
+		e.requireSeries(want, list[0], "listed, to the nanosecond")
+		// AdvanceSeries compares Last exactly.
+		near := sr
+		near.Last = sr.Last.Truncate(time.Microsecond)
+		_, ok, err := e.keeper().AdvanceSeries(e.ctx, e.seriesStep("s", "fp", near, at.Add(time.Minute)))
+		require.NoError(e.t, err)
+		require.False(e.t, ok, "a step that expects Last to the microsecond only")
+		e.advanceSeries(e.seriesStep("s", "fp", sr, at.Add(time.Minute)))
+	}},
 	{"DeleteLeavesAHandedOutMessage", func(e *env) {
 		at := e.now()
 		sr := e.advanceSeries(e.seriesStep("s", "fp", store.Series{}, at))

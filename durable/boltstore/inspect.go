@@ -44,7 +44,7 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (infos []store.Inf
 		if err != nil {
 			return nil, "", err
 		}
-		k := makeIndexKey(unixNano(c.At), c.Seq)
+		k := makeIndexKey(store.UnixNano(c.At), c.Seq)
 		after = k[:]
 	}
 	err = s.viewTxn(func(t *txn) error {

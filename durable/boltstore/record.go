@@ -142,23 +142,6 @@ func decodeRecord(b []byte) (record, error) {
 	return r, nil
 }
 
-// unixNano is t in Unix nanoseconds, clamped to what an int64 holds
-// (years 1678 to 2262).
-func unixNano(t time.Time) int64 {
-	switch {
-	case t.Before(minTime):
-		return math.MinInt64
-	case t.After(maxTime):
-		return math.MaxInt64
-	}
-	return t.UnixNano()
-}
-
-var (
-	minTime = time.Unix(0, math.MinInt64)
-	maxTime = time.Unix(0, math.MaxInt64)
-)
-
 // addDuration is at+d in Unix nanoseconds, saturating instead of
 // overflowing.
 func addDuration(at int64, d time.Duration) int64 {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable/store"
 	bolt "go.etcd.io/bbolt"
@@ -47,37 +45,9 @@ func decodeSeries(name string, v []byte) (store.Series, error) {
 	if err := json.Unmarshal(v, &bs); err != nil {
 		return store.Series{}, fmt.Errorf("%w: series %q: %v", ErrCorrupt, name, err)
 	}
-	return store.Series{Name: name, Fingerprint: bs.Fingerprint, Last: seriesTime(bs.Last),
-		Next: seriesTime(bs.Next), Pending: bs.Pending}, nil
+	return store.Series{Name: name, Fingerprint: bs.Fingerprint, Last: store.SeriesTime(bs.Last),
+		Next: store.SeriesTime(bs.Next), Pending: bs.Pending}, nil
 }
-
-// seriesTime is the time of Unix nanoseconds ns, the zero time for 0,
-// and the Unix epoch (store.MinTime) for epochNanos.
-func seriesTime(ns int64) time.Time {
-	switch ns {
-	case 0:
-		return time.Time{}
-	case epochNanos:
-		return time.Unix(0, 0)
-	}
-	return time.Unix(0, ns)
-}
-
-// seriesNanos is the Unix nanoseconds of t, 0 for the zero time, and
-// epochNanos for the Unix epoch, whose Unix nanoseconds are 0 too.
-func seriesNanos(t time.Time) int64 {
-	switch {
-	case t.IsZero():
-		return 0
-	case t.Equal(time.Unix(0, 0)):
-		return epochNanos
-	}
-	return unixNano(t)
-}
-
-// epochNanos stands for the Unix epoch (store.MinTime) in a series'
-// times, where 0 is the zero time: no other time of the range has it.
-const epochNanos = math.MinInt64
 
 // AdvanceSeries implements Store: the check, the cancel, the message and
 // the state in one transaction.
@@ -97,7 +67,7 @@ func (s *Store) AdvanceSeries(ctx context.Context, p store.SeriesStep) (cur stor
 		if err != nil {
 			return false, err
 		}
-		if seriesNanos(old.Last) != seriesNanos(p.ExpectLast) || old.Fingerprint != p.ExpectFingerprint {
+		if store.SeriesNanos(old.Last) != store.SeriesNanos(p.ExpectLast) || old.Fingerprint != p.ExpectFingerprint {
 			cur = old
 			return false, nil
 		}
@@ -113,8 +83,8 @@ func (s *Store) AdvanceSeries(ctx context.Context, p store.SeriesStep) (cur stor
 			}
 			next.Pending = p.Message.ID
 		}
-		v, err := json.Marshal(boltSeries{Fingerprint: next.Fingerprint, Last: seriesNanos(next.Last),
-			Next: seriesNanos(next.Next), Pending: next.Pending})
+		v, err := json.Marshal(boltSeries{Fingerprint: next.Fingerprint, Last: store.SeriesNanos(next.Last),
+			Next: store.SeriesNanos(next.Next), Pending: next.Pending})
 		if err != nil {
 			return false, err
 		}

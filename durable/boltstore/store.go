@@ -175,7 +175,7 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-func (s *Store) now() int64 { return unixNano(s.clock.Now()) }
+func (s *Store) now() int64 { return store.UnixNano(s.clock.Now()) }
 
 // writeTxn runs fn in a write transaction of the group commit (see
 // write), with the buckets at hand.
@@ -370,7 +370,7 @@ func (s *Store) enqueueIn(t *txn, now int64, m store.Message) error {
 	}
 	r := &record{due: now, enqueuedAt: now, payload: m.Payload}
 	if !m.Due.IsZero() {
-		r.due = unixNano(m.Due)
+		r.due = store.UnixNano(m.Due)
 	}
 	if old != nil {
 		r.token = old.token
@@ -585,7 +585,7 @@ func (s *Store) Requeue(ctx context.Context, p store.RequeueParams) error {
 		r.lastError = ""
 		r.due = s.now()
 		if !due.IsZero() {
-			r.due = unixNano(due)
+			r.due = store.UnixNano(due)
 		}
 		return true, t.place(id, r, statePending, r.due)
 	})

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/seed64e23a5c/timingwheel/durable/store"
@@ -81,7 +79,7 @@ func (s *Store) AdvanceSeries(ctx context.Context, p store.SeriesStep) (cur stor
 		}
 		creating := p.ExpectLast.IsZero() && p.ExpectFingerprint == ""
 		switch {
-		case found && (seriesNanos(old.Last) != seriesNanos(p.ExpectLast) || old.Fingerprint != p.ExpectFingerprint):
+		case found && (store.SeriesNanos(old.Last) != store.SeriesNanos(p.ExpectLast) || old.Fingerprint != p.ExpectFingerprint):
 			cur = old
 			return nil
 		case !found && !creating:
@@ -94,7 +92,7 @@ func (s *Store) AdvanceSeries(ctx context.Context, p store.SeriesStep) (cur stor
 		if !found {
 			var one int
 			err := tx.QueryRow(ctx, s.sql.seriesCreate, s.queue, name, []byte(p.Fingerprint),
-				seriesNanos(p.Last), seriesNanos(p.Next), []byte(pending)).Scan(&one)
+				store.SeriesNanos(p.Last), store.SeriesNanos(p.Next), []byte(pending)).Scan(&one)
 			if errors.Is(err, pgx.ErrNoRows) {
 				// Created meanwhile by another process: it won.
 				cur, _, err = s.readSeries(ctx, tx, p.Name)
@@ -117,7 +115,7 @@ func (s *Store) AdvanceSeries(ctx context.Context, p store.SeriesStep) (cur stor
 		}
 		if found {
 			if _, err := tx.Exec(ctx, s.sql.seriesUpdate, s.queue, name, []byte(p.Fingerprint),
-				seriesNanos(p.Last), seriesNanos(p.Next), []byte(pending)); err != nil {
+				store.SeriesNanos(p.Last), store.SeriesNanos(p.Next), []byte(pending)); err != nil {
 				return err
 			}
 		}
@@ -154,8 +152,8 @@ func scanSeries(name string, row pgx.Row) (store.Series, bool, error) {
 	if err != nil {
 		return store.Series{}, false, err
 	}
-	return store.Series{Name: name, Fingerprint: string(fingerprint), Last: seriesTime(last),
-		Next: seriesTime(next), Pending: string(pending)}, true, nil
+	return store.Series{Name: name, Fingerprint: string(fingerprint), Last: store.SeriesTime(last),
+		Next: store.SeriesTime(next), Pending: string(pending)}, true, nil
 }
 
 // Series implements store.Store: one statement.
@@ -193,7 +191,7 @@ func (s *Store) ListSeries(ctx context.Context) ([]store.Series, error) {
 			return nil, wrap("listing series", err)
 		}
 		out = append(out, store.Series{Name: string(name), Fingerprint: string(fingerprint),
-			Last: seriesTime(last), Next: seriesTime(next), Pending: string(pending)})
+			Last: store.SeriesTime(last), Next: store.SeriesTime(next), Pending: string(pending)})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, wrap("listing series", err)
@@ -214,31 +212,3 @@ func (s *Store) DeleteSeries(ctx context.Context, name string) (bool, error) {
 	}
 	return found, nil
 }
-
-// seriesTime is the time of Unix nanoseconds ns, the zero time for 0,
-// and the Unix epoch (store.MinTime) for epochNanos.
-func seriesTime(ns int64) time.Time {
-	switch ns {
-	case 0:
-		return time.Time{}
-	case epochNanos:
-		return time.Unix(0, 0)
-	}
-	return time.Unix(0, ns)
-}
-
-// seriesNanos is the Unix nanoseconds of t, 0 for the zero time, and
-// epochNanos for the Unix epoch, whose Unix nanoseconds are 0 too.
-func seriesNanos(t time.Time) int64 {
-	switch {
-	case t.IsZero():
-		return 0
-	case t.Equal(time.Unix(0, 0)):
-		return epochNanos
-	}
-	return t.UnixNano()
-}
-
-// epochNanos stands for the Unix epoch (store.MinTime) in a series'
-// times, where 0 is the zero time: no other time of the range has it.
-const epochNanos = math.MinInt64

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 )
@@ -33,7 +32,7 @@ type Cursor struct {
 // Key is not empty, a dot and Key in unpadded base64url.
 func (c Cursor) String() string {
 	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(unixNano(c.At))^(1<<63))
+	binary.BigEndian.PutUint64(b[:8], uint64(UnixNano(c.At))^(1<<63))
 	binary.BigEndian.PutUint64(b[8:], c.Seq)
 	s := string(c.State.String()[0]) + hex.EncodeToString(b[:])
 	if c.Key != "" {
@@ -68,19 +67,3 @@ func ParseCursor(s State, cursor string) (Cursor, error) {
 	}
 	return c, nil
 }
-
-// unixNano is t in Unix nanoseconds, saturated to what an int64 holds.
-func unixNano(t time.Time) int64 {
-	switch {
-	case t.Before(minNano):
-		return math.MinInt64
-	case t.After(maxNano):
-		return math.MaxInt64
-	}
-	return t.UnixNano()
-}
-
-var (
-	minNano = time.Unix(0, math.MinInt64)
-	maxNano = time.Unix(0, math.MaxInt64)
-)

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Series is what a store keeps of a series of the queue's Schedule: all a
 // process needs to take part in it. The store only keeps it; what the
@@ -39,3 +42,50 @@ type SeriesStep struct {
 	// would, before Message is written.
 	Cancel string
 }
+
+// UnixNano is t in Unix nanoseconds, saturated to what an int64 holds
+// (years 1678 to 2262): the form in which the file store and cursors keep
+// instants.
+func UnixNano(t time.Time) int64 {
+	switch {
+	case t.Before(minNano):
+		return math.MinInt64
+	case t.After(maxNano):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+var (
+	minNano = time.Unix(0, math.MinInt64)
+	maxNano = time.Unix(0, math.MaxInt64)
+)
+
+// SeriesNanos is how a store that keeps a series' times as integers keeps
+// t: its Unix nanoseconds (see UnixNano), 0 for the zero time, and
+// epochNanos for the Unix epoch (MinTime), whose Unix nanoseconds are 0
+// too. SeriesTime reads it back.
+func SeriesNanos(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return 0
+	case t.Equal(time.Unix(0, 0)):
+		return epochNanos
+	}
+	return UnixNano(t)
+}
+
+// SeriesTime is the time SeriesNanos kept as ns.
+func SeriesTime(ns int64) time.Time {
+	switch ns {
+	case 0:
+		return time.Time{}
+	case epochNanos:
+		return time.Unix(0, 0)
+	}
+	return time.Unix(0, ns)
+}
+
+// epochNanos stands for the Unix epoch in SeriesNanos, where 0 is the
+// zero time: no other time of the range has it.
+const epochNanos = math.MinInt64

@@ -1,0 +1,2 @@
+// Package mysqlstore is a store.Store on MySQL or MariaDB.
+package mysqlstore

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -44,6 +45,8 @@ func runTests(m *testing.M) int {
 	if errors.Is(err, mysqltest.ErrNoMySQL) && !mysqltest.Required() {
 		skipReason = "skipped: " + err.Error() + " (apt-get install mariadb-server, or set REQUIRE_MYSQL=1 to fail instead)"
 		fmt.Fprintln(os.Stderr, "mysqlstore:", skipReason)
+		// Examples cannot skip: leave them out.
+		_ = flag.Set("test.skip", "^Example")
 		return m.Run()
 	}
 	if err != nil {
@@ -59,6 +62,7 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	sharedDB = db
+	os.Setenv("MYSQL_DSN", srv.DSN(testDB)) // for the examples
 	code := m.Run()
 	_ = db.Close()
 	if err := srv.Stop(); err != nil {

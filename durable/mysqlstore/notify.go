@@ -13,10 +13,11 @@ import (
 // poll of the earliest due time and the paused flag, which runs while the
 // store has subscribers.
 
-// pollSQL reads the due time of the queue's earliest pending message (an
-// index lookup) and whether the queue is paused. queue, queue
-const pollSQL = `SELECT (SELECT US(ts) FROM {T} WHERE queue = ? AND state = 1 ORDER BY ts, seq LIMIT 1),
-	EXISTS (SELECT 1 FROM {Q} WHERE queue = ? AND paused = 1)`
+// pollSQL reads the position (due time, seq) of the queue's earliest
+// pending message (an index lookup) and whether the queue is paused.
+// queue, queue
+const pollSQL = `SELECT p.us, p.seq, EXISTS (SELECT 1 FROM {Q} WHERE queue = ? AND paused = 1)
+FROM (SELECT 1) one LEFT JOIN (SELECT US(ts) AS us, seq FROM {T} WHERE queue = ? AND state = 1 ORDER BY ts, seq LIMIT 1) p ON 1 = 1`
 
 // notifier is a store's subscribers and its poll.
 type notifier struct {
@@ -150,10 +151,11 @@ func (n *notifier) local() {
 	}
 }
 
-// poll reads the earliest due time and the paused flag every interval
-// until stop is closed, and wakes the subscribers when a message is due
-// earlier than the poll saw last (or when one is pending where none was),
-// when the queue was resumed, at its first reading (what happened before
+// poll reads the earliest pending message's position and the paused flag
+// every interval until stop is closed, and wakes the subscribers when the
+// earliest pending message is another than the poll saw last (a new
+// earliest, or the one after an earliest claimed since, which the queue
+// may not know of), when the queue was resumed, at its first reading (what happened before
 // it is unknown), and once the database answers again after an error.
 func (n *notifier) poll(stop, polled chan struct{}) {
 	defer close(polled)
@@ -177,7 +179,7 @@ func (n *notifier) poll(stop, polled chan struct{}) {
 	defer t.Stop()
 	var (
 		failed, started bool
-		lastDue         sql.NullInt64
+		last            [2]sql.NullInt64 // the earliest pending's due time and seq
 		lastPaused      bool
 	)
 	for {
@@ -187,7 +189,7 @@ func (n *notifier) poll(stop, polled chan struct{}) {
 		case <-t.C:
 		}
 		var (
-			due    sql.NullInt64
+			head   [2]sql.NullInt64
 			paused bool
 			err    error
 		)
@@ -195,17 +197,17 @@ func (n *notifier) poll(stop, polled chan struct{}) {
 			stmt, err = n.s.db.PrepareContext(ctx, query)
 		}
 		if err == nil {
-			err = stmt.QueryRowContext(ctx, n.s.queue, n.s.queue).Scan(&due, &paused)
+			err = stmt.QueryRowContext(ctx, n.s.queue, n.s.queue).Scan(&head[0], &head[1], &paused)
 		}
 		if err != nil {
 			failed = true
 			continue
 		}
-		earlier := due.Valid && (!lastDue.Valid || due.Int64 < lastDue.Int64)
-		if !started || earlier || (lastPaused && !paused) || failed {
+		other := head[0].Valid && head != last
+		if !started || other || (lastPaused && !paused) || failed {
 			n.wake()
 		}
 		started, failed = true, false
-		lastDue, lastPaused = due, paused
+		last, lastPaused = head, paused
 	}
 }

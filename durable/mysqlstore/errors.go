@@ -56,6 +56,9 @@ func wrap(op string, err error) error {
 		errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInFlight) || errors.Is(err, store.ErrPaused) {
 		return err
 	}
+	if errors.Is(err, mysql.ErrInvalidConn) {
+		return fmt.Errorf("mysqlstore: %s: the connection to the server broke during the call, whose write may or may not have been done: %w", op, err)
+	}
 	return fmt.Errorf("mysqlstore: %s: %w", op, err)
 }
 

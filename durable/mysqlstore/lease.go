@@ -49,12 +49,13 @@ WHERE queue = ? AND id = ? AND token = ? AND state = 2 AND (? = 0 OR ts <= {NOW}
 // and waits for the dying message, an EnqueueTx replacing both, would
 // otherwise deadlock with it; a letter skipped is trimmed by a later
 // death, and no newer one is deleted in its place); oldDeadSQL locks up
-// to 100 dead longer than ? µs ago.
+// to 100 dead longer than ? µs ago, but the one dying (whose death, an
+// instant of the statement before, is no older than this one's).
 const (
 	countDeadSQL  = `SELECT COUNT(*) FROM {T} WHERE queue = ? AND state = 3`
 	oldestDeadSQL = `SELECT id FROM {T} WHERE queue = ? AND state = 3 ORDER BY ts, seq LIMIT ?`
 	lockDeadSQL   = `SELECT id FROM {T} WHERE queue = ? AND state = 3 AND id IN (%s) FOR UPDATE SKIP LOCKED`
-	oldDeadSQL    = `SELECT id FROM {T} WHERE queue = ? AND state = 3 AND ts < {NOW} - INTERVAL ? MICROSECOND
+	oldDeadSQL    = `SELECT id FROM {T} WHERE queue = ? AND state = 3 AND ts < {NOW} - INTERVAL ? MICROSECOND AND id <> ?
 ORDER BY ts, seq LIMIT ? FOR UPDATE SKIP LOCKED`
 	deleteDeadSQL = `DELETE FROM {T} WHERE queue = ? AND state = 3 AND id IN (%s)`
 )
@@ -112,7 +113,7 @@ func (s *Store) Retry(ctx context.Context, p store.RetryParams) error {
 			if err := kill(ctx, tx); err != nil {
 				return err
 			}
-			return s.trim(ctx, tx, p.Retention)
+			return s.trim(ctx, tx, p.Retention, id)
 		})
 	})
 }
@@ -131,8 +132,8 @@ func ended(r sql.Result, err error) error {
 
 // trim deletes, in tx, the dead letters beyond r: up to store.MaxTrim of
 // the oldest beyond r.MaxCount, and up to store.MaxTrim dead longer than
-// r.MaxAge.
-func (s *Store) trim(ctx context.Context, tx *sql.Tx, r store.Retention) error {
+// r.MaxAge, but not dying, the message that dies.
+func (s *Store) trim(ctx context.Context, tx *sql.Tx, r store.Retention, dying []byte) error {
 	var gone [][]byte
 	if r.MaxCount > 0 {
 		var n int
@@ -155,7 +156,7 @@ func (s *Store) trim(ctx context.Context, tx *sql.Tx, r store.Retention) error {
 		}
 	}
 	if r.MaxAge > 0 {
-		old, err := s.ids(ctx, tx, expand(oldDeadSQL), s.queue, micros(r.MaxAge), store.MaxTrim)
+		old, err := s.ids(ctx, tx, expand(oldDeadSQL), s.queue, micros(r.MaxAge), dying, store.MaxTrim)
 		if err != nil {
 			return err
 		}

@@ -3,7 +3,6 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -160,5 +159,5 @@ func TestIdleCost(t *testing.T) {
 	n := questions() - before - 1 // the second SHOW itself
 	polls := int64(time.Second / DefaultPoll)
 	t.Logf("idle cost: %d statements in a second (the poll: %d)", n, polls)
-	require.LessOrEqual(t, n, polls+5, fmt.Sprintf("statements of an idle queue in a second"))
+	require.LessOrEqual(t, n, polls+5, "statements of an idle queue in a second")
 }

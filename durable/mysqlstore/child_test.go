@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/seed64e23a5c/timingwheel"
 	"github.com/seed64e23a5c/timingwheel/durable"
 )
 
@@ -24,6 +25,8 @@ const (
 	childQueueEnv = "MYSQLSTORE_TEST_QUEUE"
 	childLogEnv   = "MYSQLSTORE_TEST_LOG"   // the worker's delivery log
 	childCountEnv = "MYSQLSTORE_TEST_COUNT" // the producer's messages
+	childSchedEnv = "MYSQLSTORE_TEST_SCHED" // the worker schedules the series "tick", every this duration
+	childStallEnv = "MYSQLSTORE_TEST_STALL" // the worker's handler never returns (1)
 )
 
 // childLinger is how long a child lives at most: if its parent died
@@ -100,9 +103,22 @@ func runWorker() error {
 		defer mu.Unlock()
 		_, _ = f.WriteString(s + "\n")
 	}
+	if every := os.Getenv(childSchedEnv); every != "" {
+		d, err := time.ParseDuration(every)
+		if err != nil {
+			return err
+		}
+		if err := q.Schedule(ctx, "tick", timingwheel.Every(d), []byte("tick")); err != nil {
+			return err
+		}
+	}
+	stall := os.Getenv(childStallEnv) == "1"
 	line("R")
-	return q.Run(ctx, 4, func(_ context.Context, d *durable.Delivery) error {
+	return q.Run(ctx, 4, func(ctx context.Context, d *durable.Delivery) error {
 		line(fmt.Sprintf("D %s %d %d", d.ID, d.Attempt, time.Now().UnixNano()))
+		if stall {
+			<-ctx.Done() // until killed
+		}
 		return nil
 	})
 }

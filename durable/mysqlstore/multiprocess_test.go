@@ -23,6 +23,12 @@ import (
 // then SIGKILL after 10s) when the test ends. It returns a channel closed
 // when the child has exited.
 func startChild(t *testing.T, role, queue, out string, env ...string) <-chan struct{} {
+	_, exited := startChildCmd(t, role, queue, out, env...)
+	return exited
+}
+
+// startChildCmd is startChild, which also returns the command.
+func startChildCmd(t *testing.T, role, queue, out string, env ...string) (*exec.Cmd, <-chan struct{}) {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -46,7 +52,7 @@ func startChild(t *testing.T, role, queue, out string, env ...string) <-chan str
 			<-exited
 		}
 	})
-	return exited
+	return cmd, exited
 }
 
 // A received line of a worker's log.
@@ -135,6 +141,60 @@ func TestTwoProcessesShareAQueue(t *testing.T) {
 	t.Logf("two processes: %v messages each; lateness p50 %v, p99 %v, max %v", per,
 		p50.Round(time.Millisecond), p99.Round(time.Millisecond), late[len(late)-1].Round(time.Millisecond))
 	require.Less(t, p99, 100*time.Millisecond, "p99 of the lateness")
+	require.Eventually(t, func() bool {
+		st, err := s.Stats(ctx)
+		return err == nil && st.Pending == 0 && st.InFlight == 0
+	}, 10*time.Second, 10*time.Millisecond, "every message acked")
+}
+
+// TestScheduleInTwoProcesses: two processes schedule the same series on
+// one queue: each time of it is written, and handled, once.
+func TestScheduleInTwoProcesses(t *testing.T) {
+	testDBHandle(t)
+	queue := freshQueue()
+	dir := t.TempDir()
+	logs := []string{filepath.Join(dir, "w0.log"), filepath.Join(dir, "w1.log")}
+	for _, l := range logs {
+		startChild(t, "worker", queue, l+".out", childLogEnv+"="+l, childSchedEnv+"=100ms")
+	}
+	require.Eventually(t, func() bool { r, _ := readWorkerLogs(t, logs); return r == len(logs) },
+		30*time.Second, 10*time.Millisecond, "both workers run")
+	require.Eventually(t, func() bool { _, got := readWorkerLogs(t, logs); return len(got) >= 15 },
+		30*time.Second, 20*time.Millisecond, "15 times of the series handled")
+	_, got := readWorkerLogs(t, logs)
+	for id, ds := range got {
+		require.Len(t, ds, 1, "the message %s of the series handled once", id)
+	}
+}
+
+// TestWorkerKilled: a worker process killed with its messages in hand;
+// another worker receives them again once their leases expire, as their
+// second attempt.
+func TestWorkerKilled(t *testing.T) {
+	testDBHandle(t)
+	queue := freshQueue()
+	dir := t.TempDir()
+	stalled, healthy := filepath.Join(dir, "stalled.log"), filepath.Join(dir, "healthy.log")
+	cmd, exited := startChildCmd(t, "worker", queue, stalled+".out", childLogEnv+"="+stalled, childStallEnv+"=1")
+	require.Eventually(t, func() bool { r, _ := readWorkerLogs(t, []string{stalled}); return r == 1 },
+		30*time.Second, 10*time.Millisecond, "the worker runs")
+	s := openStore(t, testDBHandle(t), queue)
+	ids := []string{"k0", "k1", "k2", "k3"}
+	for _, id := range ids {
+		require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: id}}))
+	}
+	require.Eventually(t, func() bool { _, got := readWorkerLogs(t, []string{stalled}); return len(got) == len(ids) },
+		30*time.Second, 10*time.Millisecond, "the stalled worker holds every message")
+	require.NoError(t, cmd.Process.Kill())
+	<-exited
+	startChild(t, "worker", queue, healthy+".out", childLogEnv+"="+healthy)
+	require.Eventually(t, func() bool { _, got := readWorkerLogs(t, []string{healthy}); return len(got) == len(ids) },
+		30*time.Second, 20*time.Millisecond, "the other worker receives them once their leases expire")
+	_, got := readWorkerLogs(t, []string{healthy})
+	for _, id := range ids {
+		require.Len(t, got[id], 1, id)
+		require.Equal(t, 2, got[id][0].attempt, "%s: the second attempt", id)
+	}
 	require.Eventually(t, func() bool {
 		st, err := s.Stats(ctx)
 		return err == nil && st.Pending == 0 && st.InFlight == 0

@@ -25,12 +25,13 @@ var (
 )
 
 // removingBinary runs the tests, then removes the binary built for them
-// and stops their PostgreSQL server.
+// and stops their PostgreSQL and MariaDB servers.
 type removingBinary struct{ m interface{ Run() int } }
 
 func (r removingBinary) Run() int {
 	code := r.m.Run()
 	stopPostgres()
+	stopMySQL()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}

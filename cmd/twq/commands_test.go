@@ -28,11 +28,12 @@ type backend struct {
 
 // forEachBackend runs f on a freshly seeded file, on a freshly seeded
 // queue on a redis-server of its own, and on a freshly seeded queue of its
-// own on the tests' PostgreSQL.
+// own on the tests' PostgreSQL and on their MariaDB.
 func forEachBackend(t *testing.T, f func(t *testing.T, b *backend)) {
 	t.Run("file", func(t *testing.T) { f(t, newFileBackend(t)) })
 	t.Run("redis", func(t *testing.T) { f(t, newRedisBackend(t, startRedis(t), "orders")) })
 	t.Run("postgres", func(t *testing.T) { f(t, newPostgresBackend(t)) })
+	t.Run("mysql", func(t *testing.T) { f(t, newMySQLBackend(t)) })
 }
 
 func TestStats(t *testing.T) {

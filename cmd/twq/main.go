@@ -1,5 +1,6 @@
 // Command twq inspects and repairs a durable queue (package durable) kept
-// in a file, on Redis or on PostgreSQL (durable/pgstore): stats, get, list
+// in a file, on Redis, on PostgreSQL (durable/pgstore) or on MySQL
+// (durable/mysqlstore): stats, get, list
 // by state, dead letters, requeue, cancel, enqueue; and serve, a web
 // dashboard of the queue (package durableweb).
 //
@@ -7,7 +8,8 @@
 //
 // <queue> is a file path, or redis://[user:password@]host:port/db?queue=NAME
 // (rediss:// for TLS), or postgres://[user:password@]host:port/db?queue=NAME
-// (&schema=S for pgstore.WithSchema). Run twq -h for the commands.
+// (&schema=S for pgstore.WithSchema), or mysql://[user:password@]host[:port]/db?queue=NAME
+// (&socket=PATH for a unix socket). Run twq -h for the commands.
 // Read-only commands write nothing to the file, to Redis or to PostgreSQL.
 package main
 

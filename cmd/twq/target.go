@@ -4,17 +4,19 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
 
 // A target is the queue named on the command line: a file, or a queue on
-// Redis or PostgreSQL.
+// Redis, PostgreSQL or MySQL.
 type target struct {
 	path string // the queue file, if not on Redis nor PostgreSQL
 
 	redis *redis.Options  // the Redis to connect to, if on Redis
 	pg    *pgxpool.Config // the PostgreSQL to connect to, if on PostgreSQL
+	my    *mysql.Config   // the MySQL or MariaDB to connect to, if on MySQL
 	// schema is the schema of pgstore's tables (pgstore.DefaultSchema
 	// unless ?schema=).
 	schema string
@@ -28,8 +30,11 @@ func (t target) onRedis() bool { return t.redis != nil }
 // onPostgres reports whether the queue is on PostgreSQL.
 func (t target) onPostgres() bool { return t.pg != nil }
 
+// onMySQL reports whether the queue is on MySQL or MariaDB.
+func (t target) onMySQL() bool { return t.my != nil }
+
 // parseTarget reads the <queue> argument: a file path, or a redis://,
-// rediss://, unix:// or postgres:// URL whose query names the queue
+// rediss://, unix://, postgres:// or mysql:// URL whose query names the queue
 // (?queue=NAME).
 func parseTarget(s string) (target, error) {
 	if s == "" {
@@ -43,8 +48,10 @@ func parseTarget(s string) (target, error) {
 	case "redis", "rediss", "unix":
 	case "postgres", "postgresql":
 		return parsePostgresTarget(s)
+	case "mysql":
+		return parseMySQLTarget(s)
 	default:
-		return target{}, usagef("unknown scheme %q in %s: give a file path, or a redis://, rediss://, unix:// or postgres:// URL", scheme, redact(s))
+		return target{}, usagef("unknown scheme %q in %s: give a file path, or a redis://, rediss://, unix://, postgres:// or mysql:// URL", scheme, redact(s))
 	}
 	u, err := url.Parse(s)
 	if err != nil {
@@ -67,7 +74,7 @@ func parseTarget(s string) (target, error) {
 
 // String names the target in messages.
 func (t target) String() string {
-	if t.onRedis() || t.onPostgres() {
+	if t.onRedis() || t.onPostgres() || t.onMySQL() {
 		return t.shown
 	}
 	return t.path

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-const usageText = `twq inspects and repairs a durable queue (a file, or a queue on Redis or PostgreSQL).
+const usageText = `twq inspects and repairs a durable queue (a file, or a queue on Redis, PostgreSQL or MySQL).
 
 Usage:
   twq [-json] [-timeout D] <queue> <command> [args]
@@ -20,7 +20,10 @@ Usage:
   postgres://[user:password@]host:port/db?queue=NAME[&schema=S]   (postgresql:// too; the
   other parameters are libpq's, e.g. sslmode, or host=/run/postgresql for a socket): the
   tables of durable/pgstore must be there (twq creates and migrates none), and a queue
-  name with no rows is an empty queue
+  name with no rows is an empty queue, or
+  mysql://[user:password@]host[:port]/db?queue=NAME   (&socket=/path/mysqld.sock for a unix
+  socket; the other parameters are go-sql-driver/mysql's): the tables of
+  durable/mysqlstore must be there
 
 Read-only commands (they write nothing, to the file, to Redis or to PostgreSQL, whose
 connections are then read-only):

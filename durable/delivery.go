@@ -28,6 +28,7 @@ type Delivery struct {
 	q       *Queue
 	dueAt   time.Time // when it may be handed out, on the queue's clock
 	ahead   bool      // claimed ahead or held: to be confirmed before it is handed out
+	held    bool      // claimed held by Run, on a short lease (see HeldLease)
 	revoked bool      // replaced or cancelled while held (under q.mu)
 }
 

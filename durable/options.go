@@ -129,6 +129,17 @@ func (c *config) callTimeout() time.Duration {
 	return max(min(DefaultStoreTimeout, c.visibility/4), time.Millisecond)
 }
 
+// HeldLease is the longest lease of a message that Run holds for a busy
+// worker (see Run): min(HeldLease, visibility timeout/2). It does not grow
+// with the visibility timeout, so that after a crash such a message, which
+// no handler saw, comes back within it, not after the visibility timeout.
+const HeldLease = 2 * time.Second
+
+// heldLease is the lease of a message Run holds (see HeldLease).
+func (c *config) heldLease() time.Duration {
+	return max(min(HeldLease, c.visibility/2), time.Millisecond)
+}
+
 // ExponentialBackoff returns the back-off "exponential with full jitter":
 // after attempt n, a delay drawn uniformly from [0, min(max, base·2ⁿ⁻¹)].
 // The jitter spreads the retries of messages that failed together, so

@@ -62,9 +62,12 @@ func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 	}
 }
 
-// claimDue waits until messages are due and claims up to n of them, of
-// which held are claimed held (see Store.Claim), where n, held = want()
-// (asked before each claim; n is 1 or more), earliest first. It
+// claimDue waits until messages are due and claims up to n of them, where
+// n, held = want() (asked before each claim; n is 1 or more), earliest
+// first. If held is not 0, all of them are claimed held (see Store.Claim),
+// on a short lease (see HeldLease), for Run to keep alive while they wait
+// (runner.hold) and to extend when it hands them out; otherwise each
+// lease lasts the visibility timeout. It
 // returns at least one, each to be handed out with deliver. Once the store
 // leased them it returns them even if ctx ended meanwhile: a lease taken
 // is handed out. Its errors are Receive's.
@@ -75,8 +78,12 @@ func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Del
 			return nil, err
 		}
 		n, held := want()
+		lease := q.cfg.visibility
+		if held > 0 {
+			held, lease = n, q.cfg.heldLease()
+		}
 		cctx, cancel := context.WithTimeout(ctx, q.cfg.callTimeout())
-		c, err := q.store.Claim(cctx, store.ClaimParams{Limit: n, Held: held, Lease: q.cfg.visibility, Ahead: q.cfg.claimAhead})
+		c, err := q.store.Claim(cctx, store.ClaimParams{Limit: n, Held: held, Lease: lease, Ahead: q.cfg.claimAhead})
 		cancel()
 		q.claimDone()
 		if err == nil {
@@ -87,6 +94,7 @@ func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Del
 				ds := make([]*Delivery, len(c.Leases))
 				for i, l := range c.Leases {
 					ds[i] = q.delivery(c.Now, l)
+					ds[i].held = held > 0
 				}
 				return ds, nil
 			}

@@ -34,9 +34,9 @@ var ErrHandlerPanic = errors.New("durable: handler panicked")
 // It returns ErrClosed on a closed queue and an error for workers < 1 or a nil h.
 //
 // Run claims for its workers in batches: as many due messages at once as
-// it has workers idle, plus, when handlers are quick, up to four times as
-// many as they finished during the previous claim, with one store call
-// (one round trip to a server). A message claimed beyond the idle workers
+// it has workers idle, with one store call (one round trip to a server),
+// plus, when handlers are quick, up to four times as many as they
+// finished during the previous claim, with another. A message claimed beyond the idle workers
 // waits in Run for the next free worker: up to about three claims' time
 // while handlers keep that pace, and never more than four messages per
 // worker wait in all. Such a message is claimed held (see Store.Claim):
@@ -44,8 +44,14 @@ var ErrHandlerPanic = errors.New("durable: handler panicked")
 // process, that returns before a worker takes it wins, as it does
 // against a message claimed ahead (see Receive): Cancel succeeds, and
 // neither the cancelled message nor the replaced version reaches a
-// handler. The worker that takes it confirms it with the store first (a
-// lookup in memory on the file, one script call on Redis). Acks are
+// handler. Its lease is short, HeldLease (2s; half the visibility timeout
+// if that is shorter), whatever the visibility timeout, and Run extends
+// it by as much every third of it while the message waits. The worker
+// that takes it confirms it with the store first (a lookup in memory on
+// the file, one script call on Redis, one statement on PostgreSQL), then
+// extends its lease to the visibility timeout (one more call) before the
+// handler starts; if that extension fails, the message is given back,
+// costing no attempt, and the handler does not run. Acks are
 // written in the background as handlers return (on the file, those of
 // several handlers share one transaction and fsync), so that a worker
 // takes its next message without waiting for the write; at most 256 acks wait to be
@@ -81,9 +87,17 @@ var ErrHandlerPanic = errors.New("durable: handler panicked")
 // a busy worker that never reached one costs nothing whatever ends its
 // lease: given back (shutdown, a pause), or, after a crash of the process
 // or a confirmation that failed, reaped when its lease expires, with no
-// attempt counted and no LastError (store.ExpiredLease.Held). Such a
-// lease is as long as any (the visibility timeout): after a crash, the
-// held messages come back when it expires, as the handled ones do.
+// attempt counted and no LastError (store.ExpiredLease.Held). A held
+// message comes back within HeldLease (2s) after a crash of the process
+// (once a queue on the store reaps it: at its deadline for a queue that
+// claims or reaps after the crash), at the attempt it had and with the
+// LastError it had; the messages in the hands of handlers come back when
+// their lease expires, the visibility timeout after its last extension.
+// The file store knows held leases only in the process that claimed them:
+// after a restart, one still unexpired counts as handed out, and comes
+// back within HeldLease too, but at its next attempt with LeaseExpired.
+// A message claimed ahead of its due time for an idle worker (at most
+// 50ms ahead, see Receive) has a lease of the visibility timeout.
 //
 // While the queue is paused (see Pause), Run takes no new message: a
 // message it holds for a busy worker goes back to the store when the
@@ -115,6 +129,7 @@ func (q *Queue) Run(ctx context.Context, workers int, h Handler) error {
 	q.active.Done()
 
 	r := newRunner(ctx, q, h, workers)
+	stopHolding := r.hold()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -126,6 +141,7 @@ func (q *Queue) Run(ctx context.Context, workers int, h Handler) error {
 	err := r.dispatch()
 	close(r.jobs)
 	wg.Wait()
+	stopHolding()
 	r.acks.Wait()
 	return err
 }
@@ -148,6 +164,17 @@ type runner struct {
 
 	acks     sync.WaitGroup // acks being written
 	ackSlots chan struct{}  // one token per ack being written
+
+	heldMu sync.Mutex
+	held   map[*Delivery]*holding // claimed held, in jobs, no worker took it yet
+}
+
+// holding is the state of a delivery claimed held while it waits in jobs:
+// its mu orders the holder's extensions (on the short lease) before the
+// worker's confirmation and extension to the visibility timeout.
+type holding struct {
+	mu    sync.Mutex
+	taken bool // by a worker, or its lease was lost: the holder leaves it
 }
 
 func newRunner(ctx context.Context, q *Queue, h Handler, workers int) *runner {
@@ -158,6 +185,7 @@ func newRunner(ctx context.Context, q *Queue, h Handler, workers int) *runner {
 		jobs:     make(chan *Delivery, workers*(1+prefetchPerWorker)),
 		wake:     make(chan struct{}, 1),
 		ackSlots: make(chan struct{}, maxPendingAcks),
+		held:     make(map[*Delivery]*holding),
 		workers:  workers,
 		most:     workers * prefetchPerWorker,
 	}
@@ -227,6 +255,11 @@ func (r *runner) dispatch() error {
 		}
 		r.pending.Add(int64(len(ds)))
 		for _, d := range ds {
+			if d.held {
+				r.heldMu.Lock()
+				r.held[d] = &holding{}
+				r.heldMu.Unlock()
+			}
 			r.jobs <- d
 		}
 		r.adjustWindow(int(r.finished.Load() - finished))
@@ -248,15 +281,105 @@ func (r *runner) adjustWindow(n int) {
 // claimSize is how many to claim now: the demand (at least one, as it
 // is when a claim that found nothing waited), within the room left in
 // jobs and maxClaim. jobs holds no more than pending, and pending plus
-// demand is at most the workers plus the window, so there is room. Of
-// those, held are claimed held (see Store.Claim): all but one for each
-// idle worker, so that a message waiting in Run for a worker is not
-// handed out yet, and an Enqueue or Cancel of it from any process wins.
+// demand is at most the workers plus the window, so there is room.
+//
+// While a worker is idle, it is a claim for the idle workers only,
+// handed out by the claim, on leases of the visibility timeout (held is
+// 0); the dispatcher claims the rest of the demand next. With no worker
+// idle, every message claimed is held (held is n; see Store.Claim): it
+// is not handed out yet, so an Enqueue or Cancel of it from any process
+// wins, and its lease is short (HeldLease), so that after a crash it
+// comes back soon. Claims never mix the two, since a claim has one lease
+// length.
 func (r *runner) claimSize() (n, held int) {
 	pending := int(r.pending.Load())
 	n = min(max(r.demand(), 1), cap(r.jobs)-pending, maxClaim)
-	idle := max(r.workers-pending, 0)
-	return n, max(n-idle, 0)
+	if idle := r.workers - pending; idle > 0 {
+		return min(n, idle), 0
+	}
+	return n, n
+}
+
+// hold keeps the leases of the messages claimed held alive while they
+// wait for a worker: every third of their lease (HeldLease) it extends
+// each by that lease, until the returned function is called (after the
+// workers stopped). A lease found lost (the message was replaced,
+// cancelled or reaped) is left alone: the worker's confirmation will find
+// the same. A failed extension is reported and tried again next time; if
+// the store stays down, the lease expires, and the message comes back
+// costing nothing (store.ExpiredLease.Held).
+func (r *runner) hold() (stop func()) {
+	q := r.q
+	lease := q.cfg.heldLease()
+	ticker := q.clock.Ticker(max(lease/3, time.Millisecond))
+	stopped := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-stopped:
+				return
+			case <-ticker.C:
+			}
+			r.heldMu.Lock()
+			held := make(map[*Delivery]*holding, len(r.held))
+			for d, h := range r.held {
+				held[d] = h
+			}
+			r.heldMu.Unlock()
+			for d, h := range held {
+				r.extendHeld(d, h, lease)
+			}
+		}
+	}()
+	return func() {
+		close(stopped)
+		<-done
+	}
+}
+
+// extendHeld extends the short lease of d, claimed held, unless a worker
+// took it already.
+func (r *runner) extendHeld(d *Delivery, h *holding, lease time.Duration) {
+	q := r.q
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.taken {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), q.cfg.callTimeout())
+	defer cancel()
+	err := q.call(func() error { return q.store.Extend(ctx, store.ExtendParams{Lease: d.ref(), By: lease}) })
+	switch {
+	case err == nil:
+		d.Deadline = q.clock.Now().Add(lease)
+	case errors.Is(err, ErrLeaseLost):
+		h.taken = true
+	case errors.Is(err, ErrClosed):
+	default:
+		q.storeError(OpExtend, d.ID, d.Attempt, err)
+		q.log.Warn("durable: extending the lease of a message held for a busy worker failed; trying again",
+			"id", d.ID, "err", err)
+	}
+}
+
+// take says that a worker took d from jobs: the holder extends its short
+// lease no more (and is done with any extension under way).
+func (r *runner) take(d *Delivery) {
+	if !d.held {
+		return
+	}
+	r.heldMu.Lock()
+	h := r.held[d]
+	delete(r.held, d)
+	r.heldMu.Unlock()
+	if h != nil {
+		h.mu.Lock()
+		h.taken = true
+		h.mu.Unlock()
+	}
 }
 
 // maxPendingAcks bounds the acks of a Run waiting to be written; a worker
@@ -268,6 +391,7 @@ const maxPendingAcks = 256
 // to the store unhandled.
 func (r *runner) work() {
 	for d := range r.jobs {
+		r.take(d)
 		if r.ctx.Err() != nil {
 			r.q.release(d)
 		} else if d, err := r.q.deliver(d); err == nil {
@@ -345,14 +469,18 @@ func (r *runner) giveBack(d *Delivery) {
 	}
 }
 
-// freshen extends the lease of a message that waited in Run for a third
-// of the visibility timeout before its handler starts, as the lease keeper
-// would have by then. It reports whether the handler is to run: not if
-// the lease was lost meanwhile. Another failure leaves the lease to the
-// keeper.
+// freshen extends by the visibility timeout the lease of a message that
+// was held on a short lease (see HeldLease), or that waited in Run for a
+// third of the visibility timeout, before its handler starts, as the
+// lease keeper would have by then. It reports whether the handler is to
+// run: not if the lease was lost meanwhile. Another failure leaves the
+// lease to the keeper, unless the keeper's first extension, a third of
+// the visibility timeout from now, would come after the lease ends (a
+// short lease): then the message is given back, costing no attempt (its
+// handler did not start), and the handler does not run.
 func (r *runner) freshen(ctx context.Context, d *Delivery) bool {
 	q := r.q
-	if q.clock.Until(d.Deadline) > q.cfg.visibility-q.cfg.visibility/3 {
+	if !d.held && q.clock.Until(d.Deadline) > q.cfg.visibility-q.cfg.visibility/3 {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, q.cfg.callTimeout())
@@ -363,6 +491,10 @@ func (r *runner) freshen(ctx context.Context, d *Delivery) bool {
 		d.Deadline = deadline
 	case errors.Is(err, ErrLeaseLost):
 		q.log.Warn("durable: a message's lease was lost while it waited for a worker", "id", d.ID, "attempt", d.Attempt)
+		return false
+	case q.clock.Until(d.Deadline) <= q.cfg.visibility/3:
+		q.log.Warn("durable: extending a waiting message's lease at its hand-out failed; giving it back", "id", d.ID, "err", err)
+		q.release(d)
 		return false
 	}
 	return true

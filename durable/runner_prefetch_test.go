@@ -276,6 +276,8 @@ func TestRunHandsOutWhatItClaimsForIdleWorkers(t *testing.T) {
 	r.window = 8
 	r.pending.Store(3)
 	n, held := r.claimSize()
-	assert.Equal(t, 13, n, "5 idle workers and the window")
-	assert.Equal(t, 8, held, "one handed out for each idle worker")
+	assert.Equal(t, [2]int{5, 0}, [2]int{n, held}, "first the 5 idle workers, handed out, on full leases")
+	r.pending.Store(8)
+	n, held = r.claimSize()
+	assert.Equal(t, [2]int{8, 8}, [2]int{n, held}, "then the window, all held, on short leases")
 }

@@ -52,6 +52,10 @@ const (
 	childLinger = 2 * time.Minute
 )
 
+// moreRoles are the child roles that files of their own add (those built
+// on some systems only), by name.
+var moreRoles = map[string]func() error{}
+
 // runChild runs the child process of a multi-process test, if this test
 // binary was started as one; then it exits.
 func runChild() bool {
@@ -70,6 +74,10 @@ func runChild() bool {
 	case "runner":
 		err = runConsumer(true)
 	default:
+		if f := moreRoles[role]; f != nil {
+			err = f()
+			break
+		}
 		err = fmt.Errorf("unknown child role %q", role)
 	}
 	if err != nil {

@@ -46,17 +46,21 @@ type options struct {
 	parallelFor time.Duration
 
 	// store is where the durable scenario keeps its messages: storeBolt,
-	// a redis:// URL or a postgres:// URL (-store).
+	// a redis:// URL, a postgres:// URL or a mysql:// URL (-store).
 	store string
 	// pgDatabase, if set, is the database that pools on the PostgreSQL
 	// of store connect to instead of the DSN's: the scratch database of
 	// the scenario running (see newPgScratch), set on a copy of the
 	// options. pgMeter, if set, counts their statements, and pgWarm
-	// makes them open their connections before they are used (see
-	// pgPool).
+	// makes them, and the *sql.DBs on a MySQL, open their connections
+	// before they are used (see pgPool and myDB).
 	pgDatabase string
 	pgMeter    *pgMeter
 	pgWarm     bool
+	// myDatabase, if set, is the database that the connections to the
+	// MySQL of store use instead of the URL's: the scratch database of
+	// the durable scenario (see newMyScratch).
+	myDatabase string
 
 	// The wheel's configuration.
 	tick      time.Duration
@@ -241,7 +245,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.tick, "tick", o.tick, "the wheel's tick (WithTick)")
 	fs.IntVar(&o.wheelSize, "wheel-size", o.wheelSize, "the wheel's buckets per level (WithWheelSize)")
 	fs.StringVar(&o.executor, "executor", o.executor, "the wheel's executor: goroutine (one per task, the default) or inline; fire always measures both")
-	fs.StringVar(&o.store, "store", o.store, "durable: where the durable queue's messages are kept: bolt (a file in a temp dir), a redis:// URL or a postgres:// pgx DSN (e.g. postgres:///postgres?host=/tmp&user=postgres; its user needs CREATEDB: each scenario works in a scratch database it drops; pools of 16 connections unless the DSN sets pool_max_conns); asynq: the Redis both queues use (redis:// only); river: the PostgreSQL both use (postgres:// only)")
+	fs.StringVar(&o.store, "store", o.store, "durable: where the durable queue's messages are kept: bolt (a file in a temp dir), a redis:// URL, a postgres:// pgx DSN (e.g. postgres:///postgres?host=/tmp&user=postgres; its user needs CREATEDB: each scenario works in a scratch database it drops; pools of 16 connections unless the DSN sets pool_max_conns) or a mysql:// URL of MySQL or MariaDB (mysql://user:pw@host:3306/, or mysql://root@/?socket=/path/mysqld.sock; its user needs CREATE and DROP: the scenario works in a scratch database it drops; 16 connections); asynq: the Redis both queues use (redis:// only); river: the PostgreSQL both use (postgres:// only)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `file` (- for stdout, which then carries only the JSON; the table goes to stderr)")
 	fs.StringVar(&o.plotPath, "plot", "", "draw fire's lateness CDF and startstop's ns/op against N side by side into `file` (.png or .svg); needs fire or startstop")
 	return fs
@@ -443,8 +447,8 @@ timer per engine and refuses (exit status 1) if /proc/meminfo's
 MemAvailable is smaller. The durable scenario's messages are not counted:
 they are kept on disk, about 400 bytes each, in a temp dir ($TMPDIR).
 With -store redis://..., the server must answer a PING within %v
-before anything runs, and with -store postgres://... the server must
-answer a SELECT 1 within as long (exit status 1 otherwise). Bad flags or arguments
+before anything runs, and with -store postgres://... or mysql://... the
+server must answer a SELECT 1 within as long (exit status 1 otherwise). Bad flags or arguments
 exit with status 2.
 
 Examples:
@@ -455,6 +459,7 @@ Examples:
   twbench durable -store redis://localhost:6379/0
   twbench asynq -store redis://localhost:6379/0
   twbench durable -store 'postgres:///postgres?host=/tmp&user=postgres'
+  twbench durable -store 'mysql://root@/?socket=/run/mysqld/mysqld.sock'
   twbench river -pending 100k -store 'postgres:///postgres?host=/tmp&user=postgres'
 `, memPerTimer, storeCheckTimeout)
 }

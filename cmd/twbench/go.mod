@@ -3,6 +3,7 @@ module github.com/seed64e23a5c/timingwheel/cmd/twbench
 go 1.26.0
 
 require (
+	github.com/go-sql-driver/mysql v1.10.1
 	github.com/hibiken/asynq v0.26.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -10,6 +11,7 @@ require (
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/seed64e23a5c/timingwheel v0.1.0
+	github.com/seed64e23a5c/timingwheel/durable/mysqlstore v0.1.0
 	github.com/seed64e23a5c/timingwheel/durable/pgstore v0.1.0
 	github.com/seed64e23a5c/timingwheel/durable/redisstore v0.1.0
 	github.com/stretchr/testify v1.12.1
@@ -21,6 +23,7 @@ require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
+	filippo.io/edwards25519 v1.2.0 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/benbjohnson/clock v1.3.5 // indirect

@@ -26,12 +26,13 @@ func init() {
 		name:  "durable",
 		order: 70,
 		help: "the durable queue (package durable, ours only) on a fresh bbolt file in a temp dir, SyncAlways " +
-			"(or on the Redis of -store, in queues deleted afterwards, or on the PostgreSQL of -store, in a scratch database " +
+			"(or on the Redis of -store, in queues deleted afterwards, or on the PostgreSQL or MySQL of -store, in a scratch database " +
 			"dropped afterwards), 100-byte payloads: " +
 			"enqueues/s from 1, 8 and 64 producers one at a time and from 8 in batches of 100, and receive+acks/s with 8 consumers, K=-pending/200 messages each (100 to 20k); " +
 			"lateness p50/p99/max with 8 consumers, min(K, 2000) messages over min(2s, -window); " +
 			"reopen time (median of 3) and memory with -pending messages due in a day (about 400 B of disk each, or of Redis memory; " +
-			"PostgreSQL: the scratch database's size)",
+			"PostgreSQL, MySQL: the scratch database's size); on MySQL also the SQL statements per message of the enqueues from 1 producer, " +
+			"in batches and of the receive+acks (the server's Questions: on a server nothing else uses)",
 		// The messages are in the file, not in the heap: the queue holds
 		// two timers, and the lateness figure K durations.
 		timers: func(*options) int { return 0 },
@@ -102,8 +103,13 @@ func (o *options) validateStore() error {
 			return usagef("-store: %v", err)
 		}
 		return nil
+	case isMySQLURL(o.store):
+		if _, err := myConfig(o); err != nil {
+			return usagef("-store: %v", err)
+		}
+		return nil
 	}
-	return usagef("-store must be %s, a redis:// URL or a postgres:// URL, got %q", storeBolt, o.store)
+	return usagef("-store must be %s, a redis:// URL, a postgres:// URL or a mysql:// URL, got %q", storeBolt, o.store)
 }
 
 // durableCount is the number of messages of the enqueue and receive+ack
@@ -122,15 +128,18 @@ func durableWindow(o *options) time.Duration { return min(2*time.Second, o.windo
 
 // openDurableStore opens the store that -store names, fresh for each
 // dir (an empty directory of its own): for bolt, the file durableFile in
-// dir, created if needed; for Redis and PostgreSQL, the queue named after
-// dir (see runQueueName), in the scratch database of o for PostgreSQL.
-// This is the one place that makes a store.
+// dir, created if needed; for Redis, PostgreSQL and MySQL, the queue named
+// after dir (see runQueueName), in the scratch database of o for
+// PostgreSQL and MySQL. This is the one place that makes a store.
 func openDurableStore(o *options, dir string) (durable.Store, error) {
 	if o.store == storeBolt {
 		return boltstore.Open(filepath.Join(dir, durableFile))
 	}
 	if isPostgresURL(o.store) {
 		return openPgStore(o, runQueueName(dir))
+	}
+	if isMySQLURL(o.store) {
+		return openMyStore(o, runQueueName(dir))
 	}
 	client, err := redisClient(o)
 	if err != nil {
@@ -161,7 +170,7 @@ func redisClient(o *options) (*redis.Client, error) {
 	return redis.NewClient(ro), nil
 }
 
-// runQueueName is the Redis or PostgreSQL queue of dir: its temp dir's
+// runQueueName is the Redis, PostgreSQL or MySQL queue of dir: its temp dir's
 // name and its own, unique to the run and the figure.
 func runQueueName(dir string) string {
 	return "twbench:" + filepath.Base(filepath.Dir(dir)) + ":" + filepath.Base(dir)
@@ -210,10 +219,13 @@ func openDurable(o *options, dir string) (q *durable.Queue, closeAll func() erro
 
 // durableStoreBytes returns the size of the store of dir: its file's, or
 // for Redis the memory the server uses (used_memory), all queues in, and
-// for PostgreSQL the size of the scratch database.
+// for PostgreSQL and MySQL the size of the scratch database.
 func durableStoreBytes(o *options, dir string) (int64, error) {
 	if isPostgresURL(o.store) {
 		return pgDatabaseBytes(o)
+	}
+	if isMySQLURL(o.store) {
+		return myDatabaseBytes(o)
 	}
 	if o.store != storeBolt {
 		client, err := redisClient(o)
@@ -242,7 +254,9 @@ func durableStoreBytes(o *options, dir string) (int64, error) {
 // runDurable measures the durable queue. Every figure starts on a fresh
 // store in a directory of its own, under a temp dir removed at the end;
 // reopen and memory share one, filled with -pending messages. On
-// PostgreSQL, every queue is in a scratch database dropped at the end.
+// PostgreSQL and MySQL, every queue is in a scratch database dropped at
+// the end; on MySQL, a meter counts the statements of the enqueue and
+// receive+ack figures (see myMeter).
 func runDurable(e *env) (rows []row, err error) {
 	o := e.opts
 	root, err := os.MkdirTemp("", "twbench-durable-")
@@ -268,6 +282,32 @@ func runDurable(e *env) (rows []row, err error) {
 		}
 		defer func() { err = errors.Join(err, scratch.drop()) }()
 		o = scratch.o
+	case isMySQLURL(o.store):
+		var scratch *myScratch
+		if scratch, err = newMyScratch(o); err != nil {
+			return nil, err
+		}
+		defer func() { err = errors.Join(err, scratch.drop()) }()
+		o = scratch.o
+	}
+	// On MySQL, m counts statements, and sqlRows are its figures, which
+	// follow those of throughput.
+	var (
+		m       meter
+		sqlRows []row
+	)
+	if isMySQLURL(o.store) {
+		mm, merr := newMyMeter(o)
+		if merr != nil {
+			return nil, merr
+		}
+		defer func() { err = errors.Join(err, mm.close()) }()
+		m = mm
+	}
+	perMessage := func(figure string, statements int64, k int) {
+		if m != nil {
+			sqlRows = append(sqlRows, oursOnly("SQL statements per message, "+figure, unitStatementsMsg, perMsg(statements, k)))
+		}
 	}
 	// The figures of throughput and lateness open their PostgreSQL pools'
 	// connections before they start; reopen times the dial.
@@ -285,30 +325,43 @@ func runDurable(e *env) (rows []row, err error) {
 		if err != nil {
 			return nil, err
 		}
-		rate, _, err := durableEnqueue(&warm, dir, p, k, 1, nil)
+		var pm meter // statements counted with one producer
+		if p == 1 {
+			pm = m
+		}
+		rate, statements, err := durableEnqueue(&warm, dir, p, k, 1, pm)
 		if err != nil {
 			return nil, fmt.Errorf("enqueue, %d producers: %w", p, err)
 		}
-		rows = append(rows, oursOnly(fmt.Sprintf("enqueue, %s, %s", plural(p, "producer"), ks), unitEnqueuesSec, rate))
+		figure := fmt.Sprintf("enqueue, %s, %s", plural(p, "producer"), ks)
+		rows = append(rows, oursOnly(figure, unitEnqueuesSec, rate))
+		if p == 1 {
+			perMessage(figure, statements, k)
+		}
 	}
 	dir, err := fresh("enqueue-batches")
 	if err != nil {
 		return nil, err
 	}
-	rate, _, err := durableEnqueue(&warm, dir, durableBatchProducers, k, durableBatch, nil)
+	rate, statements, err := durableEnqueue(&warm, dir, durableBatchProducers, k, durableBatch, m)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue in batches: %w", err)
 	}
-	rows = append(rows, oursOnly(fmt.Sprintf("enqueue in batches of %d, %s, %s", durableBatch, plural(durableBatchProducers, "producer"), ks), unitEnqueuesSec, rate))
+	figure := fmt.Sprintf("enqueue in batches of %d, %s, %s", durableBatch, plural(durableBatchProducers, "producer"), ks)
+	rows = append(rows, oursOnly(figure, unitEnqueuesSec, rate))
+	perMessage(figure, statements, k)
 
 	if dir, err = fresh("receive"); err != nil {
 		return nil, err
 	}
-	rate, _, err = durableReceiveAck(&warm, dir, k, receiveAckRate, nil)
+	rate, statements, err = durableReceiveAck(&warm, dir, k, receiveAckRate, m)
 	if err != nil {
 		return nil, fmt.Errorf("receive+ack: %w", err)
 	}
-	rows = append(rows, oursOnly(fmt.Sprintf("receive+ack, %d consumers, %s", durableConsumers, ks), unitAcksSec, rate))
+	figure = fmt.Sprintf("receive+ack, %d consumers, %s", durableConsumers, ks)
+	rows = append(rows, oursOnly(figure, unitAcksSec, rate))
+	perMessage(figure, statements, k)
+	rows = append(rows, sqlRows...)
 
 	if dir, err = fresh("lateness"); err != nil {
 		return nil, err
@@ -356,6 +409,8 @@ func runDurable(e *env) (rows []row, err error) {
 		sizeLabel = "Redis used_memory, "
 	case isPostgresURL(o.store):
 		sizeLabel = "database size (pg_database_size), "
+	case isMySQLURL(o.store):
+		sizeLabel = "database size (InnoDB data+index), "
 	}
 	mib := func(b float64) float64 { return b / (1 << 20) }
 	return append(rows,

@@ -131,7 +131,8 @@ func TestParseArgsStore(t *testing.T) {
 	assert.Equal(t, storeBolt, o.store)
 
 	for _, url := range []string{"redis://localhost:6379/0", "rediss://user:pw@example.com:6380",
-		"postgres:///postgres?host=/tmp&user=postgres", "postgresql://app:pw@db.example.com:5433/app?sslmode=disable&pool_max_conns=4"} {
+		"postgres:///postgres?host=/tmp&user=postgres", "postgresql://app:pw@db.example.com:5433/app?sslmode=disable&pool_max_conns=4",
+		"mysql://root@/?socket=/run/mysqld/mysqld.sock", "mysql://app:pw@db.example.com:3307/app?tls=skip-verify"} {
 		o, err := parseArgs([]string{"durable", "-store", url})
 		require.NoError(t, err, url)
 		assert.Equal(t, url, o.store)
@@ -142,7 +143,13 @@ func TestParseArgsStore(t *testing.T) {
 		_, err := parseArgs([]string{"-store", bad})
 		var ue *usageError
 		require.ErrorAs(t, err, &ue, "%q", bad)
-		assert.Contains(t, err.Error(), "-store must be bolt, a redis:// URL or a postgres:// URL", bad)
+		assert.Contains(t, err.Error(), "-store must be bolt, a redis:// URL, a postgres:// URL or a mysql:// URL", bad)
+	}
+	for _, bad := range []string{"mysql:///app", "mysql://app@db.example.com/?tls=nosuchconfig"} {
+		_, err := parseArgs([]string{"durable", "-store", bad})
+		var ue *usageError
+		require.ErrorAs(t, err, &ue, "%q", bad)
+		assert.Contains(t, err.Error(), "-store: ", bad)
 	}
 }
 
@@ -164,6 +171,13 @@ func TestDurableOnRedis(t *testing.T) {
 // returns its figures, checking those that every store has.
 func durableOnStore(t *testing.T, store string) map[string]float64 {
 	t.Helper()
+	return durableOnStoreRows(t, store, 15)
+}
+
+// durableOnStoreRows is durableOnStore for a store whose run has n
+// figures.
+func durableOnStoreRows(t *testing.T, store string, n int) map[string]float64 {
+	t.Helper()
 	jsonPath := filepath.Join(t.TempDir(), "out.json")
 	tinyRun(t, "-json", jsonPath, "-store", store, "durable")
 	data, err := os.ReadFile(jsonPath)
@@ -175,7 +189,7 @@ func durableOnStore(t *testing.T, store string) map[string]float64 {
 		require.NotNil(t, r.Ours, r.Figure)
 		figures[r.Figure] = *r.Ours
 	}
-	assert.Len(t, figures, 15)
+	assert.Len(t, figures, n)
 	assert.Positive(t, figures["enqueue in batches of 100, 8 producers, K=100"])
 	assert.Positive(t, figures["enqueue, 64 producers, K=100"])
 	assert.Positive(t, figures["receive+ack, 8 consumers, K=100"])

@@ -24,10 +24,14 @@ func silenceRedisLog() { redis.SetLogger(&logging.VoidLogger{}) }
 // answers, when the durable or asynq scenario is to run on one: a single PING on
 // a single connection, dialled once, with no retry, all within
 // storeCheckTimeout; and likewise that its PostgreSQL answers a SELECT 1,
-// when the durable or river scenario is to run on one.
+// when the durable or river scenario is to run on one; and that its MySQL
+// answers a SELECT 1, when the durable scenario is to run on one.
 func checkStore(o *options) error {
 	if isPostgresURL(o.store) && (o.has("durable") || o.has("river")) {
 		return checkPostgres(o)
+	}
+	if isMySQLURL(o.store) && o.has("durable") {
+		return checkMySQL(o)
 	}
 	if !isRedisURL(o.store) || (!o.has("durable") && !o.has("asynq")) {
 		return nil

@@ -27,19 +27,22 @@ const currentSQL = `SELECT held, EXISTS (SELECT 1 FROM {Q} q WHERE q.queue = ? A
 WHERE queue = ? AND id = ? AND token = ? AND state = 2`
 
 // retrySQL ends a lease, the message pending again ? µs from now. An
-// empty error text keeps the one it had; with expired set, only if its
-// deadline has passed.
+// empty error text keeps the one it had; with unhanded set, the attempt
+// number goes down by one, not below zero (store.RetryParams.Unhanded);
+// with expired set, only if its deadline has passed.
 //
-//	after (µs), error text, error text, queue, id, token, expired
+//	after (µs), error text, error text, unhanded, queue, id, token, expired
 const retrySQL = `UPDATE {T} SET state = 1, ts = {NOW} + INTERVAL ? MICROSECOND, seq = {SEQ}, held = 0,
-	last_error = IF(LENGTH(?) = 0, last_error, ?)
+	last_error = IF(LENGTH(?) = 0, last_error, ?),
+	attempt = IF(? = 0, attempt, GREATEST(attempt - 1, 0))
 WHERE queue = ? AND id = ? AND token = ? AND state = 2 AND (? = 0 OR ts <= {NOW})`
 
 // killSQL ends a lease with the message's death, as retrySQL does.
 //
-//	error text, error text, queue, id, token, expired
+//	error text, error text, unhanded, queue, id, token, expired
 const killSQL = `UPDATE {T} SET state = 3, ts = {NOW}, seq = {SEQ}, held = 0,
-	last_error = IF(LENGTH(?) = 0, last_error, ?)
+	last_error = IF(LENGTH(?) = 0, last_error, ?),
+	attempt = IF(? = 0, attempt, GREATEST(attempt - 1, 0))
 WHERE queue = ? AND id = ? AND token = ? AND state = 2 AND (? = 0 OR ts <= {NOW})`
 
 // Dead letters to trim (store.Retention), within the transaction of a
@@ -95,7 +98,7 @@ func (s *Store) Retry(ctx context.Context, p store.RetryParams) error {
 	id, tok, text := []byte(p.Lease.ID), p.Lease.Token, p.Error
 	if !p.Dead {
 		err := s.write(ctx, "retry", func(ctx context.Context) error {
-			return ended(s.db.ExecContext(ctx, expand(retrySQL), micros(max(p.After, 0)), text, text, s.queue, id, tok, p.Expired))
+			return ended(s.db.ExecContext(ctx, expand(retrySQL), micros(max(p.After, 0)), text, text, p.Unhanded, s.queue, id, tok, p.Expired))
 		})
 		if err == nil {
 			s.wake.local()
@@ -103,7 +106,7 @@ func (s *Store) Retry(ctx context.Context, p store.RetryParams) error {
 		return err
 	}
 	kill := func(ctx context.Context, q execer) error {
-		return ended(q.ExecContext(ctx, expand(killSQL), text, text, s.queue, id, tok, p.Expired))
+		return ended(q.ExecContext(ctx, expand(killSQL), text, text, p.Unhanded, s.queue, id, tok, p.Expired))
 	}
 	if p.Retention.MaxCount <= 0 && p.Retention.MaxAge <= 0 {
 		return s.write(ctx, "retry", func(ctx context.Context) error { return kill(ctx, s.db) })

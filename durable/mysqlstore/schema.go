@@ -90,8 +90,9 @@ var migrations = [][]string{
 	KEY timingwheel_order (queue, state, ts, seq)
 ) ENGINE=InnoDB`,
 		// One row per series of durable.Queue.Schedule. Its times are the
-		// queues' and compared to the nanosecond: Unix nanoseconds, 0 for
-		// none.
+		// queues' and compared to the nanosecond: Unix nanoseconds as
+		// store.SeriesNanos keeps them, 0 for none and the least BIGINT for
+		// the Unix epoch.
 		`CREATE TABLE IF NOT EXISTS {SER} (
 	queue       VARBINARY(255) NOT NULL,
 	name        VARBINARY(512) NOT NULL,

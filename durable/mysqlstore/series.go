@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
@@ -66,7 +65,7 @@ func (s *Store) advance(ctx context.Context, tx *sql.Tx, p store.SeriesStep) (st
 	}
 	creating := p.ExpectLast.IsZero() && p.ExpectFingerprint == ""
 	switch {
-	case found && (seriesNanos(old.Last) != seriesNanos(p.ExpectLast) || old.Fingerprint != p.ExpectFingerprint):
+	case found && (store.SeriesNanos(old.Last) != store.SeriesNanos(p.ExpectLast) || old.Fingerprint != p.ExpectFingerprint):
 		return old, false, nil
 	case !found && !creating:
 		return store.Series{}, false, nil
@@ -76,12 +75,12 @@ func (s *Store) advance(ctx context.Context, tx *sql.Tx, p store.SeriesStep) (st
 		pending = p.Message.ID
 	}
 	if found {
-		_, err = tx.ExecContext(ctx, expand(seriesUpdateSQL), []byte(p.Fingerprint), seriesNanos(p.Last),
-			seriesNanos(p.Next), []byte(pending), s.queue, name)
+		_, err = tx.ExecContext(ctx, expand(seriesUpdateSQL), []byte(p.Fingerprint), store.SeriesNanos(p.Last),
+			store.SeriesNanos(p.Next), []byte(pending), s.queue, name)
 	} else {
 		var r sql.Result
 		r, err = tx.ExecContext(ctx, expand(seriesCreateSQL), s.queue, name, []byte(p.Fingerprint),
-			seriesNanos(p.Last), seriesNanos(p.Next), []byte(pending))
+			store.SeriesNanos(p.Last), store.SeriesNanos(p.Next), []byte(pending))
 		if err == nil {
 			if n, _ := r.RowsAffected(); n == 0 {
 				// Created meanwhile by another process: it won.
@@ -120,8 +119,8 @@ func scanSeries(name string, row *sql.Row) (store.Series, bool, error) {
 	if err != nil {
 		return store.Series{}, false, err
 	}
-	return store.Series{Name: name, Fingerprint: string(fingerprint), Last: seriesTime(last),
-		Next: seriesTime(next), Pending: string(pending)}, true, nil
+	return store.Series{Name: name, Fingerprint: string(fingerprint), Last: store.SeriesTime(last),
+		Next: store.SeriesTime(next), Pending: string(pending)}, true, nil
 }
 
 // Series implements store.SeriesKeeper: one statement.
@@ -159,7 +158,7 @@ func (s *Store) ListSeries(ctx context.Context) ([]store.Series, error) {
 			return nil, wrap("listing series", err)
 		}
 		out = append(out, store.Series{Name: string(name), Fingerprint: string(fingerprint),
-			Last: seriesTime(last), Next: seriesTime(next), Pending: string(pending)})
+			Last: store.SeriesTime(last), Next: store.SeriesTime(next), Pending: string(pending)})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, wrap("listing series", err)
@@ -192,20 +191,4 @@ func (s *Store) DeleteSeries(ctx context.Context, name string) (bool, error) {
 		})
 	})
 	return found, err
-}
-
-// seriesTime is the time of Unix nanoseconds ns, the zero time for 0.
-func seriesTime(ns int64) time.Time {
-	if ns == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ns)
-}
-
-// seriesNanos is the Unix nanoseconds of t, 0 for the zero time.
-func seriesNanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
 }

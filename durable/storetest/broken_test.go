@@ -57,6 +57,8 @@ var brokenStores = []brokenStore{
 	{name: "Enqueue batch not all-or-none", wrap: newChunkedEnqueue, caughtBy: "Enqueue/LargeBatchAllOrNone"},
 	{name: "equal-due order broken after Requeue", wrap: newRequeueOrder, caughtBy: "Requeue/EqualDueKeepsWriteOrder"},
 	{name: "Confirm across handles ignored", wrap: newLocalConfirm, caughtBy: "Handles/ConfirmAndCancelAcross"},
+	{name: "Unhanded ignored", wrap: newUnhandedIgnored, caughtBy: "Retry/UnhandedTakesBackTheAttempt"},
+	{name: "Held not reported", wrap: newHeldHidden, caughtBy: "Expired/ReportsHeld"},
 	{name: "data lost on Reopen", wrap: plain, lostOnReopen: true, caughtBy: "Restart/KeepsEveryState"},
 	{name: "deliveries 1 ms early (real clock)", wrap: newEarlyDelivery, caughtBy: "Claim/NeverBeforeDue", realClock: true, runs: 20},
 }
@@ -427,4 +429,28 @@ func (s earlyDelivery) Claim(ctx context.Context, p store.ClaimParams) (store.Cl
 		}
 	}
 	return c, err
+}
+
+// unhandedIgnored ignores RetryParams.Unhanded: a lease given back
+// unhandled keeps the attempt its claim counted.
+type unhandedIgnored struct{ *memstore.Store }
+
+func newUnhandedIgnored(s *memstore.Store) store.Store { return unhandedIgnored{s} }
+
+func (s unhandedIgnored) Retry(ctx context.Context, p store.RetryParams) error {
+	p.Unhanded = false
+	return s.Store.Retry(ctx, p)
+}
+
+// heldHidden never reports an expired lease Held.
+type heldHidden struct{ *memstore.Store }
+
+func newHeldHidden(s *memstore.Store) store.Store { return heldHidden{s} }
+
+func (s heldHidden) Expired(ctx context.Context, limit int) (store.ExpiredLeases, error) {
+	x, err := s.Store.Expired(ctx, limit)
+	for i := range x.Leases {
+		x.Leases[i].Held = false
+	}
+	return x, err
 }

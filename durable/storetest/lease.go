@@ -154,6 +154,55 @@ var retryRules = []rule{
 		require.Equal(e.t, store.Pending, info.State)
 		require.Equal(e.t, leaseExpired, info.LastError)
 	}},
+	{"UnhandedTakesBackTheAttempt", func(e *env) {
+		// A lease whose message was not handled (RetryParams.Unhanded)
+		// ends with the attempt its claim counted taken back, never
+		// below zero, and its LastError as it was; without Unhanded (a
+		// failure) the attempt stays counted.
+		e.enqueue(msg("a", e.past()))
+		e.retry(e.claimOne("a", time.Minute), store.RetryParams{Error: "first"})
+		l := e.claimOne("a", time.Minute)
+		require.Equal(e.t, 2, l.Attempt)
+		e.retry(l, store.RetryParams{Unhanded: true})
+		info := e.get("a")
+		require.Equal(e.t, store.Pending, info.State)
+		require.Equal(e.t, 1, info.Attempt, "the claim's attempt taken back")
+		require.Equal(e.t, "first", info.LastError, "kept")
+		e.requireLost(l, "after a Retry with Unhanded")
+		l = e.claimOne("a", time.Minute)
+		require.Equal(e.t, 2, l.Attempt, "the next claim counts the attempt again")
+		e.retry(l, store.RetryParams{Error: "second"})
+		require.Equal(e.t, 2, e.get("a").Attempt, "a failure stays counted")
+		require.True(e.t, e.cancel("a"))
+
+		// From the first attempt: back to zero, then never below it.
+		e.enqueue(msg("b", e.past()))
+		for range 2 {
+			l = e.claimOne("b", time.Minute)
+			require.Equal(e.t, 1, l.Attempt)
+			e.retry(l, store.RetryParams{Unhanded: true})
+			info = e.get("b")
+			require.Equal(e.t, 0, info.Attempt, "the claim's attempt taken back, not below zero")
+			require.Empty(e.t, info.LastError)
+		}
+		require.True(e.t, e.cancel("b"))
+
+		// A lease claimed ahead and never confirmed, given back as the
+		// reap gives back an expired one (with Expired): as it was before
+		// its claim.
+		e.enqueue(msg("c", e.now().Add(e.soon())))
+		c := e.claim(claimArgs{Limit: 1, Lease: e.short(), Ahead: time.Minute})
+		require.Len(e.t, c.Leases, 1)
+		l = c.Leases[0]
+		require.True(e.t, l.Ahead, "claimed ahead")
+		require.Equal(e.t, 1, l.Attempt)
+		e.waitPast(l.Deadline)
+		e.retry(l, store.RetryParams{Expired: true, Unhanded: true})
+		info = e.get("c")
+		require.Equal(e.t, store.Pending, info.State)
+		require.Equal(e.t, 0, info.Attempt, "a held lease costs no attempt")
+		require.Empty(e.t, info.LastError)
+	}},
 }
 
 // releaseOK releases l, due after from now.
@@ -287,6 +336,54 @@ var expiredRules = []rule{
 			require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}), "the lease is current")
 		}
 	}},
+	{"ReportsHeld", func(e *env) {
+		// Expired reports Held for a lease claimed ahead or held
+		// (Lease.Ahead) and never confirmed: its message was not handed
+		// out. Not for one handed out, nor for one confirmed.
+		lease := time.Minute
+		if !e.mock {
+			lease = time.Second // long enough for the claims and the Confirm below
+		}
+		claim := func(id string, due time.Time, a claimArgs) store.Lease {
+			e.t.Helper()
+			e.enqueue(msg(id, due))
+			c := e.claim(a)
+			require.Len(e.t, c.Leases, 1)
+			require.Equal(e.t, id, c.Leases[0].ID)
+			return c.Leases[0]
+		}
+		handed := claim("handed", e.past(), claimArgs{Limit: 1, Lease: lease})
+		require.False(e.t, handed.Ahead, "handed out")
+		held := claim("held", e.past(), claimArgs{Limit: 1, Held: 1, Lease: lease})
+		require.True(e.t, held.Ahead, "due, and held by the claim")
+		ahead := claim("ahead", e.now().Add(e.soon()), claimArgs{Limit: 1, Lease: lease, Ahead: time.Minute})
+		require.True(e.t, ahead.Ahead, "claimed ahead")
+		confirmed := claim("confirmed", e.now().Add(e.soon()), claimArgs{Limit: 1, Lease: lease, Ahead: time.Minute})
+		require.True(e.t, confirmed.Ahead, "claimed ahead")
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: confirmed.ID, Token: confirmed.Token}))
+		for _, l := range []store.Lease{handed, held, ahead, confirmed} {
+			e.waitPast(l.Deadline)
+		}
+
+		x := e.expired(10)
+		got := map[string]bool{}
+		for _, l := range x.Leases {
+			got[l.ID] = l.Held
+		}
+		require.Equal(e.t, map[string]bool{"handed": false, "held": true, "ahead": true, "confirmed": false}, got,
+			"Held of each expired lease")
+	}},
+}
+
+// soon is how far in the future a message claimed ahead is due when the
+// rule waits for its lease to expire (its deadline is after its due
+// time): aheadOf on a mock clock, a second on the real clock, where the
+// rule waits for it.
+func (e *env) soon() time.Duration {
+	if e.mock {
+		return aheadOf
+	}
+	return time.Second
 }
 
 var extendRules = []rule{

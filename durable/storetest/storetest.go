@@ -22,8 +22,14 @@
 // ("Cancel/HandedOutIsInFlight"), so that a failure names the rule a
 // store breaks. The rules are those of the doc comments of package store
 // (its package doc, store.Store and the optional interfaces); package
-// durable/memstore is the reference store that keeps them all. Besides
-// each method's rules, the suite checks:
+// durable/memstore is the reference store that keeps them all. Among
+// them, held messages cost nothing (Retry/UnhandedTakesBackTheAttempt,
+// Expired/ReportsHeld): Expired reports Held for a lease claimed ahead or
+// held and never confirmed, not for one handed out or confirmed; a Retry
+// with Unhanded takes back the attempt its claim counted (never below
+// zero) and keeps LastError, so that a held lease given back is as it was
+// before its claim, while a Retry without it (a failure) keeps the
+// attempt counted. Besides each method's rules, the suite checks:
 //
 //   - Restart (Harness.Reopen): every state, the order of equal due times,
 //     fencing tokens, a lease in flight (it still acks, extends and

@@ -36,6 +36,10 @@ type options struct {
 	window time.Duration
 	// rates makes fire run the rate sweep instead (see runRates).
 	rates bool
+	// leadPerTimer is how much later than the first AfterFunc fire's
+	// window starts, per timer, beyond 100ms: the time to schedule them
+	// all before the first is due.
+	leadPerTimer time.Duration
 	// rounds is how many times fire measures each engine (see runFire),
 	// and river and asynq their rates (see riverRates, asynqRates).
 	rounds int
@@ -207,19 +211,20 @@ func formatCount(n int) string {
 // defaultOptions returns the full-size defaults.
 func defaultOptions() *options {
 	return &options{
-		ns:          []int{1_000_000, 5_000_000, 10_000_000},
-		ops:         2_000_000,
-		pending:     1_000_000,
-		fireN:       1_000_000,
-		window:      2 * time.Second,
-		rounds:      3,
-		idleFor:     5 * time.Second,
-		goroutines:  8, // more goroutines than cores, as in a busy service
-		parallelFor: 2 * time.Second,
-		tick:        timingwheel.DefaultTick,
-		wheelSize:   timingwheel.DefaultWheelSize,
-		executor:    executorGoroutine,
-		store:       storeBolt,
+		ns:           []int{1_000_000, 5_000_000, 10_000_000},
+		ops:          2_000_000,
+		pending:      1_000_000,
+		fireN:        1_000_000,
+		leadPerTimer: time.Microsecond,
+		window:       2 * time.Second,
+		rounds:       3,
+		idleFor:      5 * time.Second,
+		goroutines:   8, // more goroutines than cores, as in a busy service
+		parallelFor:  2 * time.Second,
+		tick:         timingwheel.DefaultTick,
+		wheelSize:    timingwheel.DefaultWheelSize,
+		executor:     executorGoroutine,
+		store:        storeBolt,
 	}
 }
 

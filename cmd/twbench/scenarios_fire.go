@@ -221,7 +221,7 @@ func fireOnce(e *env, label string, offsets []time.Duration, schedule func(d tim
 	for i := range st.late {
 		st.late[i] = -1
 	}
-	lead := 100*time.Millisecond + time.Duration(n)*time.Microsecond
+	lead := 100*time.Millisecond + time.Duration(n)*e.opts.leadPerTimer
 	runtime.GC()
 
 	cpu0 := cpuTime()

@@ -63,7 +63,7 @@ func runRates(e *env) ([]row, error) {
 				order = []string{"runtime", "wheel"}
 			}
 			for _, side := range order {
-				f, err := rateChild(exe, side, r.n, r.window)
+				f, err := rateChild(exe, side, r.n, r.window, e.stderr)
 				if err != nil {
 					return nil, err
 				}
@@ -114,16 +114,13 @@ func countLabel(n int) string {
 }
 
 // rateChild runs one measurement in a fresh process of exe.
-func rateChild(exe, side string, n int, window time.Duration) (rateFigures, error) {
+func rateChild(exe, side string, n int, window time.Duration, stderr io.Writer) (rateFigures, error) {
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %s", rateChildEnv, side, n, window))
+	cmd.Stderr = stderr // a child's warnings (a lead too short) go with the sweep's
 	out, err := cmd.Output()
 	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		return rateFigures{}, fmt.Errorf("fire -rates: the %s child for %d over %v failed: %w\n%s", side, n, window, err, stderr)
+		return rateFigures{}, fmt.Errorf("fire -rates: the %s child for %d over %v failed: %w", side, n, window, err)
 	}
 	var f rateFigures
 	if err := json.Unmarshal(out, &f); err != nil {
@@ -164,7 +161,12 @@ func rateChildMain(spec string, stdout, stderr io.Writer) int {
 	}
 	o := defaultOptions()
 	o.window = window
-	e := newEnv(o, io.Discard)
+	// A fresh process schedules its first million runtime timers slower
+	// than a warm one (its heap and stacks grow meanwhile): a longer lead
+	// keeps every timer scheduled before the window opens, so that the
+	// sweep measures firing, not scheduling.
+	o.leadPerTimer = 5 * time.Microsecond
+	e := newEnv(o, stderr)
 	sw0 := switches()
 	res, err := fireOnce(e, fields[0], offsets, schedule)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 
 // Default dead-letter retention (see WithDeadLetterRetention).
 const (
-	DefaultDeadLetterCount = 10_000
-	DefaultDeadLetterAge   = 7 * 24 * time.Hour
+	DefaultDeadLetterCount = store.DefaultDeadLetterCount
+	DefaultDeadLetterAge   = store.DefaultDeadLetterAge
 )
 
 // DefaultRetention is the retention of a queue given no

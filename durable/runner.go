@@ -90,8 +90,10 @@ var ErrHandlerPanic = errors.New("durable: handler panicked")
 // attempt counted and no LastError (store.ExpiredLease.Held). A held
 // message comes back within HeldLease (2s) after a crash of the process
 // (once a queue on the store reaps it: at its deadline for a queue that
-// claims or reaps after the crash), at the attempt it had and with the
-// LastError it had; the messages in the hands of handlers come back when
+// claims or reaps after the crash; a queue idle since before the crash
+// learns of the deadline at its next wake-up, which a shared store's
+// notifier brings within its safety poll, 5s by default for pgstore and
+// redisstore), at the attempt it had and with the LastError it had; the messages in the hands of handlers come back when
 // their lease expires, the visibility timeout after its last extension.
 // The file store knows held leases only in the process that claimed them:
 // after a restart, one still unexpired counts as handed out, and comes

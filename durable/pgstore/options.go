@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // DefaultSchema is the schema of the tables unless WithSchema.
@@ -104,3 +106,13 @@ func WithLogger(l *slog.Logger) Option {
 		}
 	}
 }
+
+// Default dead-letter retention: the queue decides it now
+// (durable.WithDeadLetterRetention) and passes it with each death.
+//
+// Deprecated: use durable.DefaultDeadLetterCount and
+// durable.DefaultDeadLetterAge.
+const (
+	DefaultDeadLetterCount = store.DefaultDeadLetterCount
+	DefaultDeadLetterAge   = store.DefaultDeadLetterAge
+)

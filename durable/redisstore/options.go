@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // MaxShards is the largest shard count WithShards accepts.
@@ -112,3 +114,13 @@ func WithStartTimeout(d time.Duration) Option {
 func WithDeadLetterRetention(maxCount int, maxAge time.Duration) Option {
 	return func(*options) {}
 }
+
+// Default dead-letter retention: the queue decides it now
+// (durable.WithDeadLetterRetention) and passes it with each death.
+//
+// Deprecated: use durable.DefaultDeadLetterCount and
+// durable.DefaultDeadLetterAge.
+const (
+	DefaultDeadLetterCount = store.DefaultDeadLetterCount
+	DefaultDeadLetterAge   = store.DefaultDeadLetterAge
+)

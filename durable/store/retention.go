@@ -16,6 +16,13 @@ type Retention struct {
 	MaxAge   time.Duration
 }
 
+// The retention of a queue given no durable.WithDeadLetterRetention, here
+// so that the stores' deprecated names of it are this one.
+const (
+	DefaultDeadLetterCount = 10_000
+	DefaultDeadLetterAge   = 7 * 24 * time.Hour
+)
+
 // MaxTrim is the most dead letters one Retry deletes under a Retention,
 // so that a write stays short; every death trims, which keeps up.
 const MaxTrim = 100

@@ -58,7 +58,10 @@ func main() {
 	fmt.Println(durable.ErrClosed)
 }
 `), 0o644))
-	runGo(t, app, env, "get", "github.com/seed64e23a5c/timingwheel/durable/redisstore@"+testVersion)
+	// Both packages the program imports: redisstore no longer brings
+	// durable's dependencies (it imports only durable/store).
+	runGo(t, app, env, "get", "github.com/seed64e23a5c/timingwheel/durable@"+testVersion,
+		"github.com/seed64e23a5c/timingwheel/durable/redisstore@"+testVersion)
 	runGo(t, app, env, "build", "-o", "app", ".")
 	out, err = exec.Command(filepath.Join(app, "app")).CombinedOutput()
 	require.NoError(t, err, "%s", out)

@@ -151,11 +151,19 @@ func (d *Delivery) Extend(ctx context.Context, by time.Duration) error {
 // keeper, which extends while the handler may read d. It returns the new
 // deadline.
 func (d *Delivery) extend(ctx context.Context, by time.Duration) (time.Time, error) {
+	deadline, err := d.extendUnseen(ctx, by)
+	if errors.Is(err, ErrLeaseLost) {
+		d.observeResult(EventLeaseLost, err)
+	}
+	return deadline, err
+}
+
+// extendUnseen is extend for a delivery no handler has seen (Run's hand-out
+// of a message it held): a lease lost then is no EventLeaseLost, which
+// speaks of a lease lost under a handler.
+func (d *Delivery) extendUnseen(ctx context.Context, by time.Duration) (time.Time, error) {
 	q := d.q
 	if err := q.call(func() error { return q.store.Extend(ctx, store.ExtendParams{Lease: d.ref(), By: by}) }); err != nil {
-		if errors.Is(err, ErrLeaseLost) {
-			d.observeResult(EventLeaseLost, err)
-		}
 		q.storeError(OpExtend, d.ID, d.Attempt, err)
 		return time.Time{}, err
 	}

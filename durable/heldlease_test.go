@@ -223,3 +223,38 @@ func TestHeldMessageIsGivenBackIfItsLeaseCannotBeExtendedAtItsHandOut(t *testing
 	require.NoError(t, err)
 	assert.Equal(t, [3]any{Pending, 0, ""}, [3]any{info.State, info.Attempt, info.LastError}, "given back at no cost")
 }
+
+// lostExtendStore is a store whose every Extend finds its lease lost, as
+// when the message was replaced since the lease was taken.
+type lostExtendStore struct{ *memstore.Store }
+
+func (lostExtendStore) Extend(context.Context, store.ExtendParams) error { return store.ErrLeaseLost }
+
+// TestHeldMessageLostAtItsHandOutIsNoLeaseLostEvent: a held message whose
+// lease is found lost when Run extends it at its hand-out (it was replaced
+// or cancelled after its confirmation) reached no handler, so Run reports
+// no EventLeaseLost for it: that event speaks of a lease lost under a
+// handler (an Ack refused), and a consumer counting refused acks by it
+// would count one that never was.
+func TestHeldMessageLostAtItsHandOutIsNoLeaseLostEvent(t *testing.T) {
+	mock := clock.NewMock()
+	mock.Set(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	var lost atomic.Int32
+	q, err := New(lostExtendStore{memstore.New(mock)}, WithClock(mock), withClaimAhead(0), quietLogger(),
+		WithObserver(ObserverFunc(func(e Event) {
+			if e.Kind == EventLeaseLost {
+				lost.Add(1)
+			}
+		})))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, q.Close()) }()
+	enqueueDueNow(t, q, mock, "a")
+	r := newRunner(context.Background(), q, func(context.Context, *Delivery) error {
+		t.Error("the handler started on a lost lease")
+		return nil
+	}, 1)
+	ds := holdAll(t, q, r, 1)
+	r.pending.Store(0)
+	runWorker(r, ds...)
+	assert.Zero(t, lost.Load(), "EventLeaseLost for a message no handler saw")
+}

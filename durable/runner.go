@@ -486,7 +486,7 @@ func (r *runner) freshen(ctx context.Context, d *Delivery) bool {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, q.cfg.callTimeout())
-	deadline, err := d.extend(ctx, q.cfg.visibility)
+	deadline, err := d.extendUnseen(ctx, q.cfg.visibility)
 	cancel()
 	switch {
 	case err == nil:

@@ -39,9 +39,10 @@ func TestSamplerEndsWhenTheQueueCloses(t *testing.T) {
 func TestSamplerEndsOnCloseAndContext(t *testing.T) {
 	q := newQueue(t)
 	d := New(q, WithSampleInterval(time.Hour))
+	require.Eventually(t, func() bool { return len(d.ring.samples()) == 1 }, 5*time.Second, time.Millisecond, "one sample at the start")
 	require.NoError(t, d.Close())
 	require.True(t, ended(d))
-	require.Len(t, d.ring.samples(), 1, "one sample at the start")
+	require.Len(t, d.ring.samples(), 1, "none after Close")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	d = New(q, WithContext(ctx))

@@ -21,9 +21,20 @@ type backend struct {
 	queue string                                     // the <queue> argument
 	soon  time.Time                                  // p1's due time
 	store func(t *testing.T) (durable.Store, func()) // opens the queue to look at it
-	// unchanged returns a check that nothing has been written since it was
-	// called.
-	unchanged func(t *testing.T) func()
+	// state reads what a read-only command must not change, and stateIs
+	// says what that is (see unchanged).
+	state   func(t *testing.T) any
+	stateIs string
+}
+
+// unchanged returns a check that nothing has been written since it was
+// called: b's state is as it was.
+func (b backend) unchanged(t *testing.T) func() {
+	before := b.state(t)
+	return func() {
+		t.Helper()
+		require.Equal(t, before, b.state(t), b.stateIs)
+	}
 }
 
 // forEachBackend runs f on a freshly seeded file, on a freshly seeded

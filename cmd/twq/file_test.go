@@ -28,13 +28,8 @@ func newFileBackend(t *testing.T) *backend {
 			require.NoError(t, err)
 			return s, func() { require.NoError(t, s.Close()) }
 		},
-		unchanged: func(t *testing.T) func() {
-			before := fileState(t, path)
-			return func() {
-				t.Helper()
-				require.Equal(t, before, fileState(t, path), "the directory, the file's bytes and its modification time are as they were")
-			}
-		},
+		state:   func(t *testing.T) any { return fileState(t, path) },
+		stateIs: "the directory, the file's bytes and its modification time are as they were",
 	}
 }
 

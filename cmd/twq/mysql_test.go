@@ -80,16 +80,11 @@ func newMySQLBackend(t *testing.T) *backend {
 	soon := seed(t, s)
 	closeStore()
 	return &backend{
-		queue: srv.URL(myDatabase) + "&queue=" + queue,
-		soon:  soon.UTC(),
-		store: open,
-		unchanged: func(t *testing.T) func() {
-			before := myContents(t, db)
-			return func() {
-				t.Helper()
-				require.Equal(t, before, myContents(t, db), "the tables hold the same rows")
-			}
-		},
+		queue:   srv.URL(myDatabase) + "&queue=" + queue,
+		soon:    soon.UTC(),
+		store:   open,
+		state:   func(t *testing.T) any { return myContents(t, db) },
+		stateIs: "the tables hold the same rows",
 	}
 }
 

@@ -78,16 +78,11 @@ func newPostgresBackend(t *testing.T) *backend {
 	soon := seed(t, s)
 	closeStore()
 	return &backend{
-		queue: srv.URL() + "&queue=" + url.QueryEscape(queue),
-		soon:  soon.UTC(),
-		store: open,
-		unchanged: func(t *testing.T) func() {
-			before := pgContents(t, pool)
-			return func() {
-				t.Helper()
-				require.Equal(t, before, pgContents(t, pool), "the tables hold the same rows, and the sequences are where they were")
-			}
-		},
+		queue:   srv.URL() + "&queue=" + url.QueryEscape(queue),
+		soon:    soon.UTC(),
+		store:   open,
+		state:   func(t *testing.T) any { return pgContents(t, pool) },
+		stateIs: "the tables hold the same rows, and the sequences are where they were",
 	}
 }
 

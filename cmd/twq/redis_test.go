@@ -95,16 +95,11 @@ func newRedisBackend(t *testing.T, addr, queue string) *backend {
 	soon := seed(t, s)
 	closeStore()
 	return &backend{
-		queue: fmt.Sprintf("redis://%s/0?queue=%s", addr, queue),
-		soon:  soon.UTC(),
-		store: open,
-		unchanged: func(t *testing.T) func() {
-			before := redisWrites(t, addr)
-			return func() {
-				t.Helper()
-				require.Equal(t, before, redisWrites(t, addr), "Redis counted no change and holds the same keys")
-			}
-		},
+		queue:   fmt.Sprintf("redis://%s/0?queue=%s", addr, queue),
+		soon:    soon.UTC(),
+		store:   open,
+		state:   func(t *testing.T) any { return redisWrites(t, addr) },
+		stateIs: "Redis counted no change and holds the same keys",
 	}
 }
 

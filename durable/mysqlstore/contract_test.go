@@ -3,8 +3,6 @@ package mysqlstore
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/durable/storetest"
 )
@@ -16,12 +14,7 @@ import (
 // store of the same queue on it, as a second process would.
 func TestContract(t *testing.T) {
 	db := testDBHandle(t)
-	storetest.Run(t, storetest.Harness{
-		New: func(t *testing.T) store.Store { return openStore(t, db, freshQueue()) },
-		Reopen: func(t *testing.T, s store.Store) store.Store {
-			require.NoError(t, s.Close())
-			return openStore(t, db, s.(*Store).Queue())
-		},
-		Second: func(t *testing.T, s store.Store) store.Store { return openStore(t, db, s.(*Store).Queue()) },
-	})
+	storetest.Run(t, storetest.ForQueues(freshQueue, func(t *testing.T, queue string) store.Store {
+		return openStore(t, db, queue)
+	}))
 }

@@ -1,11 +1,9 @@
 package pgstore
 
 import (
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/durable/storetest"
@@ -16,30 +14,9 @@ import (
 // database's is the machine's); Reopen and Second open stores of the same
 // queue on the same pool, as another process would.
 func contractHarness(pool *pgxpool.Pool, opts ...Option) storetest.Harness {
-	var (
-		mu     sync.Mutex
-		queues = map[store.Store]string{}
-	)
-	open := func(t *testing.T, queue string) store.Store {
-		s := openStore(t, pool, queue, opts...)
-		mu.Lock()
-		defer mu.Unlock()
-		queues[s] = queue
-		return s
-	}
-	queue := func(s store.Store) string {
-		mu.Lock()
-		defer mu.Unlock()
-		return queues[s]
-	}
-	return storetest.Harness{
-		New: func(t *testing.T) store.Store { return open(t, freshQueue()) },
-		Reopen: func(t *testing.T, s store.Store) store.Store {
-			require.NoError(t, s.Close())
-			return open(t, queue(s))
-		},
-		Second: func(t *testing.T, s store.Store) store.Store { return open(t, queue(s)) },
-	}
+	return storetest.ForQueues(freshQueue, func(t *testing.T, queue string) store.Store {
+		return openStore(t, pool, queue, opts...)
+	})
 }
 
 // TestContract runs the Store contract's suite, each rule on a store of a

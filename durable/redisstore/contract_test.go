@@ -2,12 +2,10 @@ package redisstore
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable/store"
 	"github.com/seed64e23a5c/timingwheel/durable/storetest"
@@ -25,32 +23,9 @@ var contractQueues atomic.Int64
 // its orders per shard, and says so (store.ShardedOrder): the suite checks
 // those rules per shard.
 func contractHarness(c redis.UniversalClient, opts ...Option) storetest.Harness {
-	var (
-		mu     sync.Mutex
-		queues = map[store.Store]string{}
-	)
-	open := func(t *testing.T, queue string) store.Store {
-		s := openStore(t, c, queue, opts...)
-		mu.Lock()
-		defer mu.Unlock()
-		queues[s] = queue
-		return s
-	}
-	queue := func(s store.Store) string {
-		mu.Lock()
-		defer mu.Unlock()
-		return queues[s]
-	}
-	return storetest.Harness{
-		New: func(t *testing.T) store.Store {
-			return open(t, fmt.Sprintf("contract%d", contractQueues.Add(1)))
-		},
-		Reopen: func(t *testing.T, s store.Store) store.Store {
-			require.NoError(t, s.Close())
-			return open(t, queue(s))
-		},
-		Second: func(t *testing.T, s store.Store) store.Store { return open(t, queue(s)) },
-	}
+	return storetest.ForQueues(func() string { return fmt.Sprintf("contract%d", contractQueues.Add(1)) }, func(t *testing.T, queue string) store.Store {
+		return openStore(t, c, queue, opts...)
+	})
 }
 
 func TestContract(t *testing.T) {

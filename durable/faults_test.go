@@ -64,11 +64,11 @@ func (f *faultStore) Claim(ctx context.Context, p store.ClaimParams) (store.Clai
 	return f.Store.Claim(ctx, p)
 }
 
-func (f *faultStore) Confirm(ctx context.Context, l store.LeaseRef) error {
+func (f *faultStore) Confirm(ctx context.Context, p store.ConfirmParams) error {
 	if err := f.fault(ctx, OpConfirm); err != nil {
 		return err
 	}
-	return f.Store.Confirm(ctx, l)
+	return f.Store.Confirm(ctx, p)
 }
 
 func (f *faultStore) Ack(ctx context.Context, l store.LeaseRef) error {

@@ -32,11 +32,11 @@ func (c *crashStore) Claim(ctx context.Context, p store.ClaimParams) (store.Clai
 	return c.Store.Claim(ctx, p)
 }
 
-func (c *crashStore) Confirm(ctx context.Context, l store.LeaseRef) error {
+func (c *crashStore) Confirm(ctx context.Context, p store.ConfirmParams) error {
 	if c.dead.Load() {
 		return errDead
 	}
-	return c.Store.Confirm(ctx, l)
+	return c.Store.Confirm(ctx, p)
 }
 
 func (c *crashStore) Ack(ctx context.Context, l store.LeaseRef) error {

@@ -183,7 +183,7 @@ func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 	q.active.Add(1) // Close waits for the confirmation
 	q.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.callTimeout())
-	err := q.store.Confirm(ctx, d.ref())
+	err := q.store.Confirm(ctx, store.ConfirmParams{Lease: d.ref()})
 	cancel()
 	q.active.Done()
 	switch {

@@ -24,9 +24,9 @@ func (s *countingPgStore) Claim(ctx context.Context, p store.ClaimParams) (store
 	return s.pgStore.Claim(ctx, p)
 }
 
-func (s *countingPgStore) Confirm(ctx context.Context, l store.LeaseRef) error {
+func (s *countingPgStore) Confirm(ctx context.Context, p store.ConfirmParams) error {
 	s.confirms.Add(1)
-	return s.pgStore.Confirm(ctx, l)
+	return s.pgStore.Confirm(ctx, p)
 }
 
 func (s *countingPgStore) Ack(ctx context.Context, l store.LeaseRef) error {

@@ -148,8 +148,8 @@ func (l *lazyFile) Claim(context.Context, store.ClaimParams) (store.Claimed, err
 
 var errNoClaims = errors.New("twq: the queue file is opened per call: it serves no claims")
 
-func (l *lazyFile) Confirm(ctx context.Context, r store.LeaseRef) error {
-	return use0(l, func(s *boltstore.Store) error { return s.Confirm(ctx, r) })
+func (l *lazyFile) Confirm(ctx context.Context, p store.ConfirmParams) error {
+	return use0(l, func(s *boltstore.Store) error { return s.Confirm(ctx, p) })
 }
 
 func (l *lazyFile) Ack(ctx context.Context, r store.LeaseRef) error {

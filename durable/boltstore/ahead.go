@@ -104,9 +104,18 @@ func (a *aheadLeases) confirm(id string, token uint64) (found, ok, paused bool) 
 
 // Confirm implements store.Store. A lease claimed ahead is confirmed in memory
 // (see aheadLeases), or refused with ErrPaused while the queue is paused;
-// any other is checked with a read transaction. After
+// any other is checked with a read transaction. With p.By, the new
+// deadline is then written as Extend writes it (a write transaction). After
 // Close it returns ErrClosed, also for a lease claimed ahead.
-func (s *Store) Confirm(ctx context.Context, l store.LeaseRef) error {
+func (s *Store) Confirm(ctx context.Context, p store.ConfirmParams) error {
+	if err := s.confirm(ctx, p.Lease); err != nil || p.By <= 0 {
+		return err
+	}
+	return s.Extend(ctx, store.ExtendParams{Lease: p.Lease, By: p.By})
+}
+
+// confirm is Confirm without its By.
+func (s *Store) confirm(ctx context.Context, l store.LeaseRef) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

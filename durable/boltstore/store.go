@@ -425,7 +425,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (c store.Claimed
 		}
 		_, ids := due(t.pending, addDuration(now, max(ahead, 0)), limit)
 		handOut := limit - max(held, 0) // leases due by now the claim may hand out
-		for _, id := range ids {
+		for i, id := range ids {
 			r, err := t.get(string(id))
 			if err != nil {
 				return false, err
@@ -444,6 +444,9 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (c store.Claimed
 			r.token = token
 			ready := max(now, r.due) // the one place of the claim's arithmetic
 			deadline := addDuration(ready, lease)
+			if p.HeldLease > 0 && i >= limit-max(held, 0) {
+				deadline = addDuration(ready, p.HeldLease) // held beyond the first limit-held
+			}
 			if err := t.place(string(id), r, stateInflight, deadline); err != nil {
 				return false, err
 			}

@@ -65,7 +65,11 @@ var (
 type message struct {
 	id      string
 	payload []byte
-	state   store.State
+	// kind, maxAttempts and timeout are the message's (see store.Message).
+	kind        string
+	maxAttempts int
+	timeout     time.Duration
+	state       store.State
 	// at and seq are the message's place in its state's order: at is the
 	// due time (pending), the lease deadline (in flight) or the time of
 	// death (dead); seq orders equal instants by write.
@@ -207,7 +211,8 @@ func (s *Store) Enqueue(ctx context.Context, msgs []store.Message) error {
 func (s *Store) enqueueLocked(msgs []store.Message) {
 	now := s.clock.Now()
 	for _, in := range msgs {
-		m := &message{id: in.ID, payload: in.Payload, enqueuedAt: now}
+		m := &message{id: in.ID, payload: in.Payload, kind: in.Kind, maxAttempts: in.MaxAttempts,
+			timeout: in.Timeout, enqueuedAt: now}
 		if old := s.msgs[in.ID]; old != nil {
 			// A replacement keeps when the ID was first enqueued, and
 			// nothing else: a lease on the old one is lost, held or not.
@@ -274,9 +279,13 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, 
 		if !m.held {
 			handOut--
 		}
-		s.place(m, store.InFlight, ready.Add(p.Lease))
+		lease := p.Lease
+		if p.HeldLease > 0 && len(c.Leases) >= p.Limit-max(p.Held, 0) {
+			lease = p.HeldLease
+		}
+		s.place(m, store.InFlight, ready.Add(lease))
 		c.Leases = append(c.Leases, store.Lease{
-			Message:   store.Message{ID: m.id, Payload: m.payload, Due: due},
+			Message:   m.message(due),
 			Attempt:   m.attempt,
 			Token:     m.token,
 			Deadline:  m.at,
@@ -298,14 +307,17 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, 
 // Confirm implements store.Store: the lease is handed out, and an
 // Enqueue or Cancel no longer takes it back; unless the queue is paused
 // and the lease not confirmed yet: then ErrPaused, changing nothing.
-func (s *Store) Confirm(ctx context.Context, l store.LeaseRef) error {
+func (s *Store) Confirm(ctx context.Context, p store.ConfirmParams) error {
 	paused := false
-	err := s.withLease(ctx, l, func(m *message) {
+	err := s.withLease(ctx, p.Lease, func(m *message) {
 		if m.held && s.paused {
 			paused = true
 			return
 		}
 		m.held = false
+		if p.By > 0 {
+			s.place(m, store.InFlight, s.clock.Now().Add(p.By))
+		}
 	})
 	if err == nil && paused {
 		err = store.ErrPaused
@@ -378,10 +390,15 @@ func (s *Store) Expired(ctx context.Context, limit int) (store.ExpiredLeases, er
 	return e, nil
 }
 
+// message is m as a store.Message due at due.
+func (m *message) message(due time.Time) store.Message {
+	return store.Message{ID: m.id, Kind: m.kind, Payload: m.payload, Due: due, MaxAttempts: m.maxAttempts, Timeout: m.timeout}
+}
+
 // info is what Get and List tell of m.
 func (m *message) info() store.Info {
-	info := store.Info{ID: m.id, Payload: m.payload, State: m.state, Attempt: m.attempt,
-		LastError: m.lastError, EnqueuedAt: m.enqueuedAt}
+	info := store.Info{ID: m.id, Kind: m.kind, Payload: m.payload, MaxAttempts: m.maxAttempts, Timeout: m.timeout,
+		State: m.state, Attempt: m.attempt, LastError: m.lastError, EnqueuedAt: m.enqueuedAt}
 	switch m.state {
 	case store.Pending:
 		info.Due = m.at

@@ -198,7 +198,7 @@ func TestConcurrentConfirms(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = s.Confirm(ctx, store.LeaseRef{ID: l.ID, Token: l.Token})
+			results[i] = s.Confirm(ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}})
 		}()
 	}
 	wg.Wait()
@@ -344,7 +344,7 @@ func TestLeasesAndEnqueuesNeverDeadlock(t *testing.T) {
 		// The even IDs are handed out, to be acked; the odd ones wait
 		// for their confirmation.
 		for i := 0; i < n; i += 2 {
-			require.NoError(t, s.Confirm(ctx, store.LeaseRef{ID: c.Leases[i].ID, Token: c.Leases[i].Token}))
+			require.NoError(t, s.Confirm(ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: c.Leases[i].ID, Token: c.Leases[i].Token}}))
 		}
 		var wg sync.WaitGroup
 		errs := make(chan error, 2*n)
@@ -358,7 +358,7 @@ func TestLeasesAndEnqueuesNeverDeadlock(t *testing.T) {
 				if i%2 == 0 {
 					err = s.Ack(ctx, store.LeaseRef{ID: l.ID, Token: l.Token})
 				} else {
-					err = s.Confirm(ctx, store.LeaseRef{ID: l.ID, Token: l.Token})
+					err = s.Confirm(ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}})
 				}
 				if err != nil && err != durable.ErrLeaseLost {
 					errs <- fmt.Errorf("round %d, %s: %w", round, l.ID, err)

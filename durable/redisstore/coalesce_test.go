@@ -169,7 +169,7 @@ func TestConcurrentConfirms(t *testing.T) {
 		for i, l := range leases {
 			wg.Go(func() {
 				<-start
-				results[i] = s.Confirm(ctx, store.LeaseRef{ID: l.ID, Token: l.Token})
+				results[i] = s.Confirm(ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}})
 			})
 		}
 		close(start)
@@ -278,7 +278,7 @@ func TestLeasesDoNotWaitForEnqueues(t *testing.T) {
 	enqueued := make(chan error, 1)
 	go func() { enqueued <- s.Enqueue(ctx, []durable.Message{{ID: "other"}}) }()
 	<-started
-	require.NoError(t, s.Confirm(ctx, store.LeaseRef{ID: leases[0].ID, Token: leases[0].Token}))
+	require.NoError(t, s.Confirm(ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: leases[0].ID, Token: leases[0].Token}}))
 	require.NoError(t, s.Ack(ctx, store.LeaseRef{ID: leases[0].ID, Token: leases[0].Token}))
 	select {
 	case err := <-enqueued:

@@ -40,6 +40,22 @@ type ClaimParams struct {
 	// Lease is how long a lease lasts after its Ready time, and Ahead how
 	// far after now a message may be due and still be claimed (ahead).
 	Lease, Ahead time.Duration
+	// HeldLease, if positive, is the lease of the messages beyond the
+	// first Limit-Held of the claim (those held for later: see Claim)
+	// instead of Lease, after their Ready time too: a caller holds them on
+	// a short lease, and confirms each with the lease of a hand-out
+	// (ConfirmParams.By).
+	HeldLease time.Duration
+}
+
+// ConfirmParams says which lease Confirm hands out, and how long it lasts
+// from then on.
+type ConfirmParams struct {
+	// Lease is the lease to hand out.
+	Lease LeaseRef
+	// By, if positive, moves the lease's deadline to By from the store's
+	// now, in the same write, as Extend would; 0 keeps the deadline.
+	By time.Duration
 }
 
 // Claimed is what Claim returns. Leases and Now are required. NextDue and

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Limits on messages (see Message.Validate).
@@ -11,6 +12,10 @@ const (
 	MaxIDLen = 512
 	// MaxPayloadLen is the largest payload, in bytes (1 MiB).
 	MaxPayloadLen = 1 << 20
+	// MaxKindLen is the longest Kind, in bytes.
+	MaxKindLen = 128
+	// MaxMaxAttempts is the largest MaxAttempts of a message.
+	MaxMaxAttempts = 1<<31 - 1
 )
 
 // Message is a message of a queue.
@@ -18,15 +23,25 @@ type Message struct {
 	// ID identifies the message: enqueueing an ID that is already held
 	// replaces that message. It must be 1 to MaxIDLen bytes long.
 	ID string
+	// Kind names the sort of job the message is, to route it (see
+	// durable.Mux): "" for none, else 1 to MaxKindLen bytes of UTF-8.
+	Kind string
 	// Payload is the message's body, at most MaxPayloadLen bytes.
 	Payload []byte
 	// Due is the earliest time the message may be delivered, within
 	// [MinTime, MaxTime]. The zero time means now.
 	Due time.Time
+	// MaxAttempts is how many attempts the message gets before it dies,
+	// 0 to MaxMaxAttempts: 0 leaves it to the queue (WithMaxAttempts).
+	MaxAttempts int
+	// Timeout, if positive, bounds each attempt: the handler's ctx ends
+	// this long after the hand-out. 0 is none; it is never negative.
+	Timeout time.Duration
 }
 
-// Validate reports whether m is within the limits (its ID, its payload,
-// its Due within the time range), with an error wrapping
+// Validate reports whether m is within the limits (its ID, Kind and
+// payload, its Due within the time range, MaxAttempts and Timeout not
+// negative), with an error wrapping
 // ErrInvalidMessage if not.
 func (m *Message) Validate() error {
 	switch {
@@ -36,6 +51,14 @@ func (m *Message) Validate() error {
 		return fmt.Errorf("%w: ID is %d bytes, more than MaxIDLen (%d)", ErrInvalidMessage, len(m.ID), MaxIDLen)
 	case len(m.Payload) > MaxPayloadLen:
 		return fmt.Errorf("%w: payload of %q is %d bytes, more than MaxPayloadLen (%d)", ErrInvalidMessage, m.ID, len(m.Payload), MaxPayloadLen)
+	case len(m.Kind) > MaxKindLen:
+		return fmt.Errorf("%w: kind of %q is %d bytes, more than MaxKindLen (%d)", ErrInvalidMessage, m.ID, len(m.Kind), MaxKindLen)
+	case !utf8.ValidString(m.Kind):
+		return fmt.Errorf("%w: kind of %q is not valid UTF-8", ErrInvalidMessage, m.ID)
+	case m.MaxAttempts < 0 || m.MaxAttempts > MaxMaxAttempts:
+		return fmt.Errorf("%w: MaxAttempts of %q is %d, want 0 (the queue's) to %d", ErrInvalidMessage, m.ID, m.MaxAttempts, MaxMaxAttempts)
+	case m.Timeout < 0:
+		return fmt.Errorf("%w: Timeout of %q is %v, want 0 (none) or more", ErrInvalidMessage, m.ID, m.Timeout)
 	}
 	if err := CheckTime(m.Due); err != nil {
 		return fmt.Errorf("%w: due time of %q: %v", ErrInvalidMessage, m.ID, err)

@@ -38,9 +38,13 @@ func (s State) Valid() bool { return s >= Pending && s <= Dead }
 // Info is what a queue holds for one message. All times are on the
 // store's clock (for Redis, Redis's TIME, to the microsecond).
 type Info struct {
-	// ID and Payload are the message's.
-	ID      string
-	Payload []byte
+	// ID, Kind and Payload are the message's, and so are MaxAttempts and
+	// Timeout (see Message).
+	ID          string
+	Kind        string
+	Payload     []byte
+	MaxAttempts int
+	Timeout     time.Duration
 	// State is Pending, InFlight or Dead.
 	State State
 	// Due is when a pending message falls due; the zero time in the other

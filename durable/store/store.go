@@ -39,7 +39,8 @@ type Store interface {
 	// p.Limit-p.Held are: p.Held (0 or more) asks for the rest to be
 	// claimed as if ahead, for a caller that takes more than it hands out
 	// at once: they too wait for Confirm, and an Enqueue or Cancel before
-	// it takes them back.
+	// it takes them back. Those beyond the first p.Limit-p.Held claimed
+	// have a lease of p.HeldLease, if positive, instead of p.Lease.
 	//
 	// A Claim of a paused queue (see Pauser) leases nothing: it returns
 	// no leases, with Claimed.Paused set, its Now and NextDeadline as
@@ -47,9 +48,10 @@ type Store interface {
 	// process agrees at once.
 	Claim(ctx context.Context, p ClaimParams) (Claimed, error)
 
-	// Confirm hands out the lease l, claimed ahead: it returns nil if l is
-	// the current lease of its message and no Enqueue or Cancel took the
-	// message back, and from then on Cancel answers ErrInFlight.
+	// Confirm hands out the lease p.Lease, claimed ahead: it returns nil
+	// if it is the current lease of its message and no Enqueue or Cancel
+	// took the message back, and from then on Cancel answers ErrInFlight;
+	// with p.By, the lease's deadline is then p.By from the store's now.
 	// Otherwise it returns ErrLeaseLost and changes nothing: the message
 	// was replaced, cancelled, given back (Retry) or reaped, and the
 	// holder must not hand it out. Exactly one of a Confirm and a
@@ -61,7 +63,7 @@ type Store interface {
 	// ahead and not confirmed yet returns ErrPaused and changes nothing:
 	// the holder must not hand the message out, and gives it back with
 	// Retry (After only). A lease handed out already goes on as usual.
-	Confirm(ctx context.Context, l LeaseRef) error
+	Confirm(ctx context.Context, p ConfirmParams) error
 
 	// Ack deletes the in-flight message of l if l is its current lease,
 	// and otherwise returns ErrLeaseLost and changes nothing. The lease

@@ -59,6 +59,9 @@ var brokenStores = []brokenStore{
 	{name: "Confirm across handles ignored", wrap: newLocalConfirm, caughtBy: "Handles/ConfirmAndCancelAcross"},
 	{name: "Unhanded ignored", wrap: newUnhandedIgnored, caughtBy: "Retry/UnhandedTakesBackTheAttempt"},
 	{name: "Held not reported", wrap: newHeldHidden, caughtBy: "Expired/ReportsHeld"},
+	{name: "HeldLease ignored", wrap: newHeldLeaseIgnored, caughtBy: "Claim/HeldLeaseForTheHeld"},
+	{name: "Confirm's By ignored", wrap: newConfirmByIgnored, caughtBy: "Confirm/ByMovesTheDeadline"},
+	{name: "Kind lost", wrap: newKindLost, caughtBy: "Fields/KeptInEveryState"},
 	{name: "data lost on Reopen", wrap: plain, lostOnReopen: true, caughtBy: "Restart/KeepsEveryState"},
 	{name: "deliveries 1 ms early (real clock)", wrap: newEarlyDelivery, caughtBy: "Claim/NeverBeforeDue", realClock: true, runs: 20},
 }
@@ -308,7 +311,9 @@ func (s ctxIgnored) Cancel(_ context.Context, id string) (bool, error) { return 
 func (s ctxIgnored) Claim(_ context.Context, p store.ClaimParams) (store.Claimed, error) {
 	return s.Store.Claim(bg, p)
 }
-func (s ctxIgnored) Confirm(_ context.Context, l store.LeaseRef) error  { return s.Store.Confirm(bg, l) }
+func (s ctxIgnored) Confirm(_ context.Context, p store.ConfirmParams) error {
+	return s.Store.Confirm(bg, p)
+}
 func (s ctxIgnored) Ack(_ context.Context, l store.LeaseRef) error      { return s.Store.Ack(bg, l) }
 func (s ctxIgnored) Retry(_ context.Context, p store.RetryParams) error { return s.Store.Retry(bg, p) }
 func (s ctxIgnored) Extend(_ context.Context, p store.ExtendParams) error {
@@ -384,11 +389,12 @@ func newLocalConfirm(s *memstore.Store) store.Store {
 	return &localConfirm{Store: s, confirmed: map[store.LeaseRef]bool{}}
 }
 
-func (s *localConfirm) Confirm(ctx context.Context, l store.LeaseRef) error {
+func (s *localConfirm) Confirm(ctx context.Context, p store.ConfirmParams) error {
+	l := p.Lease
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st, err := s.Stats(ctx); err == nil && st.Paused {
-		return s.Store.Confirm(ctx, l) // ErrPaused for one held
+		return s.Store.Confirm(ctx, p) // ErrPaused for one held
 	}
 	info, err := s.Get(ctx, l.ID)
 	if err != nil || info.State != store.InFlight {
@@ -424,7 +430,7 @@ func (s earlyDelivery) Claim(ctx context.Context, p store.ClaimParams) (store.Cl
 	c, err := s.Store.Claim(ctx, p)
 	for i := range c.Leases {
 		l := &c.Leases[i]
-		if l.Ahead && !l.Due.After(c.Now.Add(time.Millisecond)) && s.Store.Confirm(ctx, l.Ref()) == nil {
+		if l.Ahead && !l.Due.After(c.Now.Add(time.Millisecond)) && s.Store.Confirm(ctx, store.ConfirmParams{Lease: l.Ref()}) == nil {
 			l.Ahead = false
 		}
 	}
@@ -453,4 +459,37 @@ func (s heldHidden) Expired(ctx context.Context, limit int) (store.ExpiredLeases
 		x.Leases[i].Held = false
 	}
 	return x, err
+}
+
+// heldLeaseIgnored gives every lease of a claim ClaimParams.Lease.
+type heldLeaseIgnored struct{ *memstore.Store }
+
+func newHeldLeaseIgnored(s *memstore.Store) store.Store { return heldLeaseIgnored{s} }
+
+func (s heldLeaseIgnored) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, error) {
+	p.HeldLease = 0
+	return s.Store.Claim(ctx, p)
+}
+
+// confirmByIgnored confirms without moving the deadline.
+type confirmByIgnored struct{ *memstore.Store }
+
+func newConfirmByIgnored(s *memstore.Store) store.Store { return confirmByIgnored{s} }
+
+func (s confirmByIgnored) Confirm(ctx context.Context, p store.ConfirmParams) error {
+	p.By = 0
+	return s.Store.Confirm(ctx, p)
+}
+
+// kindLost keeps no message's Kind.
+type kindLost struct{ *memstore.Store }
+
+func newKindLost(s *memstore.Store) store.Store { return kindLost{s} }
+
+func (s kindLost) Enqueue(ctx context.Context, msgs []store.Message) error {
+	msgs = slices.Clone(msgs)
+	for i := range msgs {
+		msgs[i].Kind = ""
+	}
+	return s.Store.Enqueue(ctx, msgs)
 }

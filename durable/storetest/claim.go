@@ -155,13 +155,13 @@ var claimRules = []rule{
 			e.ack(l)
 		}
 		require.True(e.t, e.cancel(held[0].ID), "a held message no consumer was handed is cancelled")
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: held[0].ID, Token: held[0].Token}), store.ErrLeaseLost)
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: held[0].ID, Token: held[0].Token}}), store.ErrLeaseLost)
 
 		e.enqueue(store.Message{ID: held[1].ID, Payload: []byte("v2"), Due: due})
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: held[1].ID, Token: held[1].Token}), store.ErrLeaseLost,
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: held[1].ID, Token: held[1].Token}}), store.ErrLeaseLost,
 			"the replaced version is never handed out")
 		for _, l := range held[2:] {
-			require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
+			require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}}))
 			_, err := e.s.Cancel(e.ctx, l.ID)
 			require.ErrorIs(e.t, err, store.ErrInFlight, "%s: confirmed, so handed out", l.ID)
 			e.ack(l)
@@ -194,6 +194,27 @@ var claimRules = []rule{
 			return
 		}
 		require.Equal(e.t, seqIDs("h", 2), handed, "exactly limit-held, the earliest")
+	}},
+	{"HeldLeaseForTheHeld", func(e *env) {
+		due := e.past()
+		for _, id := range seqIDs("h", 5) {
+			e.enqueue(msg(id, due))
+		}
+		// requireClaimed checks each deadline: the first Limit-Held
+		// leases last Lease, the others HeldLease.
+		c := e.claim(claimArgs{Limit: 5, Held: 3, Lease: time.Hour, HeldLease: 2 * time.Second})
+		require.Len(e.t, c.Leases, 5)
+		for i, l := range c.Leases[2:] {
+			require.True(e.t, l.Ahead, "lease %d, beyond Limit-Held: held", i+2)
+		}
+		x := e.expired(10)
+		require.Empty(e.t, x.Leases, "nothing expired yet")
+		e.waitPast(c.Leases[4].Deadline)
+		x = e.expired(10)
+		require.Len(e.t, x.Leases, 3, "the held leases expire after HeldLease, the others do not")
+		for _, l := range x.Leases {
+			require.True(e.t, l.Held, "%s: held and never confirmed", l.ID)
+		}
 	}},
 	{"DueSoonCountsWhatIsLeft", func(e *env) {
 		n := e.now()
@@ -271,10 +292,43 @@ var claimRules = []rule{
 }
 
 var confirmRules = []rule{
+	{"ByMovesTheDeadline", func(e *env) {
+		due := e.past()
+		e.enqueue(msg("a", due), msg("b", due))
+		c := e.claim(claimArgs{Limit: 2, Held: 2, Lease: time.Second, HeldLease: time.Second})
+		require.Len(e.t, c.Leases, 2)
+		var err error
+		before, after := e.around(func() {
+			err = e.s.Confirm(e.ctx, store.ConfirmParams{Lease: c.Leases[0].Ref(), By: time.Hour})
+		})
+		require.NoError(e.t, err)
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: c.Leases[1].Ref()}), "By 0 keeps the deadline")
+		info := e.get(c.Leases[0].ID)
+		e.requireBetween(info.Deadline, before.Add(time.Hour), after.Add(time.Hour), "the deadline By after the confirmation")
+		e.requireInstant(c.Leases[1].Deadline, e.get(c.Leases[1].ID).Deadline, "the deadline of a confirmation without By")
+		e.waitPast(c.Leases[1].Deadline)
+		x := e.expired(10)
+		require.Equal(e.t, []string{c.Leases[1].ID}, func() (out []string) {
+			for _, l := range x.Leases {
+				out = append(out, l.ID)
+			}
+			return out
+		}(), "only the lease whose confirmation kept its deadline expired")
+		require.False(e.t, x.Leases[0].Held, "confirmed: handed out")
+	}},
+	{"ByOfALostLeaseChangesNothing", func(e *env) {
+		e.enqueue(msg("a", e.past()))
+		c := e.claim(claimArgs{Limit: 1, Held: 1, Lease: time.Minute})
+		require.Len(e.t, c.Leases, 1)
+		e.enqueue(msg("a", e.now().Add(time.Hour)))
+		before := e.get("a")
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: c.Leases[0].Ref(), By: time.Hour}), store.ErrLeaseLost)
+		require.Equal(e.t, utc(before), utc(e.get("a")), "the new version, untouched")
+	}},
 	{"HandsOutALeaseClaimedAhead", func(e *env) {
 		l := e.claimAhead("a", "v1")
-		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}))
-		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}), "confirming again is harmless")
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: "a", Token: l.Token}}))
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: "a", Token: l.Token}}), "confirming again is harmless")
 		found, err := e.s.Cancel(e.ctx, "a")
 		require.ErrorIs(e.t, err, store.ErrInFlight, "handed out: no longer cancelled")
 		require.False(e.t, found)
@@ -284,25 +338,25 @@ var confirmRules = []rule{
 	{"ReplacedIsNeverHandedOut", func(e *env) {
 		old := e.claimAhead("a", "v1")
 		l := e.claimAhead("a", "v2")
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: old.Token}), store.ErrLeaseLost, "the replaced version")
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: "a", Token: old.Token}}), store.ErrLeaseLost, "the replaced version")
 		require.Equal(e.t, "v2", string(l.Payload))
 		require.Equal(e.t, 1, l.Attempt, "the new version starts at attempt 1")
-		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}))
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: "a", Token: l.Token}}))
 		e.ack(l)
 	}},
 	{"ReleasedFails", func(e *env) {
 		l := e.claimAhead("a", "v1")
 		e.retry(l, store.RetryParams{})
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}), store.ErrLeaseLost)
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: "a", Token: l.Token}}), store.ErrLeaseLost)
 		require.True(e.t, e.cancel("a"), "pending again")
 	}},
 	{"ACurrentLeaseConfirms", func(e *env) {
 		e.enqueue(msg("a", e.past()))
 		l := e.claimOne("a", time.Minute)
-		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}), "handed out by the claim, and current")
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: "a", Token: l.Token}}), "handed out by the claim, and current")
 		e.ack(l)
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}), store.ErrLeaseLost, "acked")
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "nothing", Token: 1}), store.ErrLeaseLost, "no such message")
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: "a", Token: l.Token}}), store.ErrLeaseLost, "acked")
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: "nothing", Token: 1}}), store.ErrLeaseLost, "no such message")
 	}},
 	{"ExactlyOneOfConfirmAndCancel", func(e *env) {
 		confirmed, cancelled := 0, 0
@@ -313,7 +367,9 @@ var confirmRules = []rule{
 				confirmErr, cancelErr error
 				found                 bool
 			)
-			race(func() { confirmErr = e.s.Confirm(e.ctx, store.LeaseRef{ID: id, Token: l.Token}) },
+			race(func() {
+				confirmErr = e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: id, Token: l.Token}})
+			},
 				func() { found, cancelErr = e.s.Cancel(e.ctx, id) })
 			switch {
 			case confirmErr == nil:
@@ -341,7 +397,9 @@ var confirmRules = []rule{
 			id := fmt.Sprintf("race%d", i)
 			l := e.claimAhead(id, "v1")
 			var confirmErr, enqueueErr error
-			race(func() { confirmErr = e.s.Confirm(e.ctx, store.LeaseRef{ID: id, Token: l.Token}) },
+			race(func() {
+				confirmErr = e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: id, Token: l.Token}})
+			},
 				func() {
 					enqueueErr = e.s.Enqueue(e.ctx, []store.Message{{ID: id, Payload: []byte("v2"), Due: e.now().Add(time.Hour)}})
 				})

@@ -85,7 +85,7 @@ var contextRules = []rule{
 					_, err := e.s.Claim(ctx, claimArgs{Limit: 10, Lease: time.Minute, Ahead: time.Hour})
 					return err
 				},
-				"Confirm": func() error { return e.s.Confirm(ctx, ahead.Ref()) },
+				"Confirm": func() error { return e.s.Confirm(ctx, store.ConfirmParams{Lease: ahead.Ref()}) },
 				"Ack":     func() error { return e.s.Ack(ctx, handed.Ref()) },
 				"Retry": func() error {
 					return e.s.Retry(ctx, store.RetryParams{Lease: handed.Ref(), Dead: true, Error: "x"})

@@ -193,7 +193,7 @@ var cancelRules = []rule{
 	{"ClaimedAheadIsTakenBack", func(e *env) {
 		l := e.claimAhead("a", "v1")
 		require.True(e.t, e.cancel("a"), "a message no consumer was handed is cancelled")
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}), store.ErrLeaseLost, "its holder must not hand it out")
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: "a", Token: l.Token}}), store.ErrLeaseLost, "its holder must not hand it out")
 		e.requireNotFound("a")
 		e.requireCounts(0, 0, 0)
 	}},

@@ -50,17 +50,17 @@ var handleRules = []rule{
 		// Cancelled by the other handle: the holder's Confirm fails.
 		l := e.claimAhead("a", "v1")
 		require.True(e.t, o.cancel("a"))
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, l.Ref()), store.ErrLeaseLost)
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: l.Ref()}), store.ErrLeaseLost)
 		// Confirmed by the holder: the other handle's Cancel refuses.
 		l = e.claimAhead("b", "v1")
-		require.NoError(e.t, e.s.Confirm(e.ctx, l.Ref()))
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: l.Ref()}))
 		_, err := o.s.Cancel(o.ctx, "b")
 		require.ErrorIs(e.t, err, store.ErrInFlight, "confirmed on one handle: handed out for the other")
 		o.ack(l)
 		// Replaced by the other handle: the holder's Confirm fails.
 		l = e.claimAhead("c", "v1")
 		o.enqueue(msg("c", e.now().Add(time.Hour)))
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, l.Ref()), store.ErrLeaseLost)
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: l.Ref()}), store.ErrLeaseLost)
 		// Exactly one of a Confirm and a Cancel of the other handle wins.
 		for i := range 50 {
 			id := fmt.Sprintf("race%d", i)
@@ -69,7 +69,7 @@ var handleRules = []rule{
 				confirmErr, cancelErr error
 				found                 bool
 			)
-			race(func() { confirmErr = e.s.Confirm(e.ctx, l.Ref()) }, func() { found, cancelErr = o.s.Cancel(o.ctx, id) })
+			race(func() { confirmErr = e.s.Confirm(e.ctx, store.ConfirmParams{Lease: l.Ref()}) }, func() { found, cancelErr = o.s.Cancel(o.ctx, id) })
 			switch {
 			case confirmErr == nil:
 				require.ErrorIs(e.t, cancelErr, store.ErrInFlight, id)
@@ -99,7 +99,7 @@ var handleRules = []rule{
 		c := o.claim(claimArgs{Limit: 1, Lease: time.Minute})
 		require.True(e.t, c.Paused, "paused by the other handle")
 		require.Empty(e.t, c.Leases)
-		require.ErrorIs(e.t, o.s.Confirm(o.ctx, l.Ref()), store.ErrPaused, "paused by the other handle")
+		require.ErrorIs(e.t, o.s.Confirm(o.ctx, store.ConfirmParams{Lease: l.Ref()}), store.ErrPaused, "paused by the other handle")
 		o.setPaused(false)
 		require.False(e.t, e.stats().Paused)
 		e.claimOne("b", time.Minute)

@@ -295,7 +295,7 @@ var closeRules = []rule{
 		require.ErrorIs(e.t, err, store.ErrClosed, "Cancel")
 		_, err = e.tryClaim(claimArgs{Limit: 1, Lease: time.Minute})
 		require.ErrorIs(e.t, err, store.ErrClosed, "Claim")
-		require.ErrorIs(e.t, e.s.Confirm(ctx, store.LeaseRef{ID: "b", Token: l.Token}), store.ErrClosed, "Confirm")
+		require.ErrorIs(e.t, e.s.Confirm(ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: "b", Token: l.Token}}), store.ErrClosed, "Confirm")
 		require.ErrorIs(e.t, e.s.Ack(ctx, store.LeaseRef{ID: "b", Token: l.Token}), store.ErrClosed, "Ack")
 		require.ErrorIs(e.t, e.tryRetry(l, store.RetryParams{}), store.ErrClosed, "Retry")
 		require.ErrorIs(e.t, e.s.Retry(e.ctx, store.RetryParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, After: 0}), store.ErrClosed, "Release")

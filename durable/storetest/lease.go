@@ -22,7 +22,7 @@ var leaseRules = []rule{
 		require.Equal(e.t, 1, e.reap(10, noBackoff).Returned)
 		l := e.claimOne("a", time.Hour)
 		e.requireLost(old, "of an expired lease, after the message was claimed again")
-		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: "a", Token: l.Token}), "the new lease is untouched")
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: "a", Token: l.Token}}), "the new lease is untouched")
 		e.ack(l)
 		e.requireLost(l, "after Ack")
 	}},
@@ -333,7 +333,7 @@ var expiredRules = []rule{
 		e.requireCounts(1, 4, 0)
 		for _, l := range ls[:3] {
 			require.Equal(e.t, store.InFlight, e.get(l.ID).State, "Expired changes nothing")
-			require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}), "the lease is current")
+			require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}}), "the lease is current")
 		}
 	}},
 	{"ReportsHeld", func(e *env) {
@@ -360,7 +360,7 @@ var expiredRules = []rule{
 		require.True(e.t, ahead.Ahead, "claimed ahead")
 		confirmed := claim("confirmed", e.now().Add(e.soon()), claimArgs{Limit: 1, Lease: lease, Ahead: time.Minute})
 		require.True(e.t, confirmed.Ahead, "claimed ahead")
-		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: confirmed.ID, Token: confirmed.Token}))
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: confirmed.ID, Token: confirmed.Token}}))
 		for _, l := range []store.Lease{handed, held, ahead, confirmed} {
 			e.waitPast(l.Deadline)
 		}

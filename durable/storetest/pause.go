@@ -103,7 +103,7 @@ var pauseRules = unless((*env).pauseUnsupported, []rule{
 		require.Equal(e.t, store.Pending, e.get("new").State)
 		require.True(e.t, e.cancel("new"), "Cancel while paused")
 		e.requireNotFound("new")
-		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: ls["acked"].ID, Token: ls["acked"].Token}), "Confirm of a lease handed out")
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: ls["acked"].ID, Token: ls["acked"].Token}}), "Confirm of a lease handed out")
 		e.ack(ls["acked"])
 		require.NoError(e.t, e.s.Extend(e.ctx, store.ExtendParams{Lease: store.LeaseRef{ID: "extended", Token: ls["extended"].Token}, By: time.Hour}), "Extend while paused")
 		e.retry(ls["retried"], store.RetryParams{Error: "boom"})
@@ -124,7 +124,7 @@ var pauseRules = unless((*env).pauseUnsupported, []rule{
 	{"ConfirmRefusesClaimedAheadWhilePaused", func(e *env) {
 		l := e.claimAhead("a", "x")
 		e.setPaused(true)
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}), store.ErrPaused,
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}}), store.ErrPaused,
 			"a lease claimed ahead is not handed out while paused")
 		info := e.get("a")
 		require.Equal(e.t, store.InFlight, info.State, "Confirm changed nothing")
@@ -132,7 +132,7 @@ var pauseRules = unless((*env).pauseUnsupported, []rule{
 		// The holder gives it back.
 		require.NoError(e.t, e.s.Retry(e.ctx, store.RetryParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}, After: 0}))
 		require.Equal(e.t, store.Pending, e.get("a").State)
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}), store.ErrLeaseLost, "released")
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}}), store.ErrLeaseLost, "released")
 		e.setPaused(false)
 		c := e.claim(claimArgs{Limit: 1, Lease: time.Minute})
 		require.Equal(e.t, []string{"a"}, ids(c.Leases), "claimed again after the resume")
@@ -150,17 +150,17 @@ var pauseRules = unless((*env).pauseUnsupported, []rule{
 		}
 		require.NotEmpty(e.t, held.ID, "one lease held")
 		e.setPaused(true)
-		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: held.ID, Token: held.Token}), store.ErrPaused)
+		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: held.ID, Token: held.Token}}), store.ErrPaused)
 		e.setPaused(false)
-		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: held.ID, Token: held.Token}), "after the resume, the lease is handed out")
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: held.ID, Token: held.Token}}), "after the resume, the lease is handed out")
 		_, err := e.s.Cancel(e.ctx, held.ID)
 		require.ErrorIs(e.t, err, store.ErrInFlight, "handed out: Cancel refuses")
 	}},
 	{"ConfirmedBeforePauseGoesOn", func(e *env) {
 		l := e.claimAhead("a", "x")
-		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}}))
 		e.setPaused(true)
-		require.NoError(e.t, e.s.Confirm(e.ctx, store.LeaseRef{ID: l.ID, Token: l.Token}), "confirmed already: handed out")
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}}), "confirmed already: handed out")
 		e.ack(l)
 		e.requireCounts(0, 0, 0)
 	}},

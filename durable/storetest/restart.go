@@ -29,7 +29,7 @@ var restartRules = []rule{
 		_, err := e.s.Cancel(e.ctx, "inflight")
 		require.ErrorIs(e.t, err, store.ErrInFlight, "handed out before the restart")
 		require.NoError(e.t, e.s.Extend(e.ctx, store.ExtendParams{Lease: l.Ref(), By: time.Hour}))
-		require.NoError(e.t, e.s.Confirm(e.ctx, l.Ref()))
+		require.NoError(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: l.Ref()}))
 		e.ack(l)
 		e.requireCounts(2, 0, 1)
 	}},
@@ -72,7 +72,7 @@ var restartRules = []rule{
 		found, err := e.s.Cancel(e.ctx, "a")
 		if err == nil {
 			require.True(e.t, found, "taken back")
-			require.ErrorIs(e.t, e.s.Confirm(e.ctx, l.Ref()), store.ErrLeaseLost)
+			require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: l.Ref()}), store.ErrLeaseLost)
 			return
 		}
 		require.ErrorIs(e.t, err, store.ErrInFlight)

@@ -58,6 +58,10 @@
 //     written whole, or not at all if one message is invalid.
 //   - Retention: MaxCount, MaxAge, and at most store.MaxTrim deleted by
 //     one death, never the message dying.
+//   - Fields: a message's Kind, MaxAttempts and Timeout are kept as
+//     enqueued in every state (held and ahead too), through retries,
+//     death, Requeue and a restart; an Enqueue of the same ID replaces
+//     them.
 //
 // Time: the suite measures the store's instants (due times, deadlines,
 // times of death) against the clock of the Harness. With Now and Advance
@@ -177,6 +181,7 @@ type rule struct {
 // rules is every rule Run checks, in the order it runs them.
 var rules = []group{
 	{"Enqueue", enqueueRules},
+	{"Fields", fieldRules},
 	{"Cancel", cancelRules},
 	{"Claim", claimRules},
 	{"Confirm", confirmRules},

@@ -42,7 +42,7 @@ func AcksAndConfirmsAtOnce(t *testing.T, s store.Store, n int, started func()) {
 	}
 	toAck, toConfirm := leases[:n], leases[n:]
 	for _, l := range toAck {
-		require.NoError(t, s.Confirm(ctx, store.LeaseRef{ID: l.ID, Token: l.Token}))
+		require.NoError(t, s.Confirm(ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token}}))
 	}
 
 	started()
@@ -53,10 +53,13 @@ func AcksAndConfirmsAtOnce(t *testing.T, s store.Store, n int, started func()) {
 		wg.Go(func() { <-start; acked[i] = s.Ack(ctx, store.LeaseRef{ID: toAck[i].ID, Token: toAck[i].Token}) })
 		wg.Go(func() {
 			<-start
-			confirmed[i] = s.Confirm(ctx, store.LeaseRef{ID: toConfirm[i].ID, Token: toConfirm[i].Token})
+			confirmed[i] = s.Confirm(ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: toConfirm[i].ID, Token: toConfirm[i].Token}})
 		})
 		// A token that is current, but for another message.
-		wg.Go(func() { <-start; stale[i] = s.Confirm(ctx, store.LeaseRef{ID: toAck[i].ID, Token: toConfirm[i].Token}) })
+		wg.Go(func() {
+			<-start
+			stale[i] = s.Confirm(ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: toAck[i].ID, Token: toConfirm[i].Token}})
+		})
 	}
 	close(start)
 	wg.Wait()

@@ -199,10 +199,11 @@ func TestHeldLeaseIsExtendedToTheVisibilityTimeoutAtItsHandOut(t *testing.T) {
 	assert.True(t, drained(t, q)())
 }
 
-// TestHeldMessageIsGivenBackIfItsLeaseCannotBeExtendedAtItsHandOut: if the
-// extension at the hand-out fails, the handler does not start on a lease
-// that would end in HeldLease: the message goes back, at no cost.
-func TestHeldMessageIsGivenBackIfItsLeaseCannotBeExtendedAtItsHandOut(t *testing.T) {
+// TestHeldMessageWhoseConfirmationFailsIsNotHandedOut: if the
+// confirmation at the hand-out fails (the store is down), the handler does
+// not start, and the lease is left as it was, short: it comes back when
+// that expires, at no cost (see TestFailedConfirmationCostsNothing).
+func TestHeldMessageWhoseConfirmationFailsIsNotHandedOut(t *testing.T) {
 	mock := clock.NewMock()
 	mock.Set(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	s := newFaultStore(mock)
@@ -212,27 +213,28 @@ func TestHeldMessageIsGivenBackIfItsLeaseCannotBeExtendedAtItsHandOut(t *testing
 	ctx := context.Background()
 	enqueueDueNow(t, q, mock, "a")
 	r := newRunner(ctx, q, func(context.Context, *Delivery) error {
-		t.Error("the handler started on a short lease")
+		t.Error("the handler started on an unconfirmed lease")
 		return nil
 	}, 1)
 	ds := holdAll(t, q, r, 1)
-	s.set(OpExtend, true, false)
+	s.set(OpConfirm, true, false)
 	r.pending.Store(0)
 	runWorker(r, ds...)
 	info, err := q.Get(ctx, "a")
 	require.NoError(t, err)
-	assert.Equal(t, [3]any{Pending, 0, ""}, [3]any{info.State, info.Attempt, info.LastError}, "given back at no cost")
+	assert.Equal(t, [2]any{InFlight, mock.Now().Add(q.cfg.heldLease()).UnixNano()}, [2]any{info.State, info.Deadline.UnixNano()},
+		"held as it was, on its short lease")
 }
 
-// lostExtendStore is a store whose every Extend finds its lease lost, as
+// lostConfirmStore is a store whose every Confirm finds its lease lost, as
 // when the message was replaced since the lease was taken.
-type lostExtendStore struct{ *memstore.Store }
+type lostConfirmStore struct{ *memstore.Store }
 
-func (lostExtendStore) Extend(context.Context, store.ExtendParams) error { return store.ErrLeaseLost }
+func (lostConfirmStore) Confirm(context.Context, store.ConfirmParams) error { return store.ErrLeaseLost }
 
 // TestHeldMessageLostAtItsHandOutIsNoLeaseLostEvent: a held message whose
-// lease is found lost when Run extends it at its hand-out (it was replaced
-// or cancelled after its confirmation) reached no handler, so Run reports
+// lease is found lost when Run confirms it at its hand-out (it was replaced
+// or cancelled while it waited) reached no handler, so Run reports
 // no EventLeaseLost for it: that event speaks of a lease lost under a
 // handler (an Ack refused), and a consumer counting refused acks by it
 // would count one that never was.
@@ -240,7 +242,7 @@ func TestHeldMessageLostAtItsHandOutIsNoLeaseLostEvent(t *testing.T) {
 	mock := clock.NewMock()
 	mock.Set(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	var lost atomic.Int32
-	q, err := New(lostExtendStore{memstore.New(mock)}, WithClock(mock), withClaimAhead(0), quietLogger(),
+	q, err := New(lostConfirmStore{memstore.New(mock)}, WithClock(mock), withClaimAhead(0), quietLogger(),
 		WithObserver(ObserverFunc(func(e Event) {
 			if e.Kind == EventLeaseLost {
 				lost.Add(1)

@@ -64,10 +64,12 @@ func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 
 // claimDue waits until messages are due and claims up to n of them, where
 // n, held = want() (asked before each claim; n is 1 or more), earliest
-// first. If held is not 0, all of them are claimed held (see Store.Claim),
+// first: the first n-held for receivers waiting now, each on a lease of
+// the visibility timeout; the last held (0 to n) held (see Store.Claim),
 // on a short lease (see HeldLease), for Run to keep alive while they wait
-// (runner.hold) and to extend when it hands them out; otherwise each
-// lease lasts the visibility timeout. It
+// (runner.hold) and to confirm with a lease of the visibility timeout
+// when it hands them out (handOut). One claim, one store write, for
+// both. It
 // returns at least one, each to be handed out with deliver. Once the store
 // leased them it returns them even if ctx ended meanwhile: a lease taken
 // is handed out. Its errors are Receive's.
@@ -78,12 +80,14 @@ func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Del
 			return nil, err
 		}
 		n, held := want()
-		lease := q.cfg.visibility
+		held = min(max(held, 0), n)
+		var heldLease time.Duration
 		if held > 0 {
-			held, lease = n, q.cfg.heldLease()
+			heldLease = q.cfg.heldLease()
 		}
 		cctx, cancel := context.WithTimeout(ctx, q.cfg.callTimeout())
-		c, err := q.store.Claim(cctx, store.ClaimParams{Limit: n, Held: held, Lease: lease, Ahead: q.cfg.claimAhead})
+		c, err := q.store.Claim(cctx, store.ClaimParams{Limit: n, Held: held, Lease: q.cfg.visibility,
+			HeldLease: heldLease, Ahead: q.cfg.claimAhead})
 		cancel()
 		q.claimDone()
 		if err == nil {
@@ -94,7 +98,7 @@ func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Del
 				ds := make([]*Delivery, len(c.Leases))
 				for i, l := range c.Leases {
 					ds[i] = q.delivery(c.Now, l)
-					ds[i].held = held > 0
+					ds[i].held = i >= n-held
 				}
 				return ds, nil
 			}
@@ -141,7 +145,8 @@ var errRevoked = errors.New("durable: held message replaced or cancelled")
 // process revokes it, and Close gives it back to the store. A message
 // claimed ahead or held is then confirmed with the store (Store.Confirm),
 // which fails if an Enqueue or Cancel of any process took it back
-// meanwhile.
+// meanwhile; one held on a short lease gets the visibility timeout's in
+// the same write.
 func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 	q.mu.Lock()
 	if q.closed {
@@ -182,12 +187,22 @@ func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 	}
 	q.active.Add(1) // Close waits for the confirmation
 	q.mu.Unlock()
+	var by time.Duration
+	if d.held {
+		// Held on a short lease: the confirmation gives it the lease of
+		// a hand-out, in the same write.
+		by = q.cfg.visibility
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.callTimeout())
-	err := q.store.Confirm(ctx, store.ConfirmParams{Lease: d.ref()})
+	err := q.store.Confirm(ctx, store.ConfirmParams{Lease: d.ref(), By: by})
 	cancel()
 	q.active.Done()
 	switch {
 	case err == nil:
+		if by > 0 {
+			d.Deadline = q.clock.Now().Add(by)
+			d.held = false
+		}
 		return d, nil
 	case errors.Is(err, ErrPaused):
 		// Paused since the claim: the message goes back, due as before,

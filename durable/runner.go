@@ -33,10 +33,10 @@ var ErrHandlerPanic = errors.New("durable: handler panicked")
 // expired while the process was stalled), h's ctx is cancelled. When ctx ends, Run stops receiving and returns once every running handler has returned.
 // It returns ErrClosed on a closed queue and an error for workers < 1 or a nil h.
 //
-// Run claims for its workers in batches: as many due messages at once as
-// it has workers idle, with one store call (one round trip to a server),
-// plus, when handlers are quick, up to four times as many as they
-// finished during the previous claim, with another. A message claimed beyond the idle workers
+// Run claims for its workers in batches, each one store call (one round
+// trip to a server): as many due messages at once as it has workers
+// idle, plus, when handlers are quick, up to four times as many as they
+// finished during the previous claim. A message claimed beyond the idle workers
 // waits in Run for the next free worker: up to about three claims' time
 // while handlers keep that pace, and never more than four messages per
 // worker wait in all. Such a message is claimed held (see Store.Claim):
@@ -47,11 +47,13 @@ var ErrHandlerPanic = errors.New("durable: handler panicked")
 // handler. Its lease is short, HeldLease (2s; half the visibility timeout
 // if that is shorter), whatever the visibility timeout, and Run extends
 // it by as much every third of it while the message waits. The worker
-// that takes it confirms it with the store first (a lookup in memory on
-// the file, one script call on Redis, one statement on PostgreSQL), then
-// extends its lease to the visibility timeout (one more call) before the
-// handler starts; if that extension fails, the message is given back,
-// costing no attempt, and the handler does not run. Acks are
+// that takes it confirms it with the store first, which gives it a lease
+// of the visibility timeout in the same write (one script call on Redis,
+// one statement on PostgreSQL and MySQL, shared with the acks and
+// confirmations of the other workers under way at the same time; on the
+// file, a lookup in memory and a write of the deadline); if that fails,
+// the handler does not run, and the message, never handed out, costs no
+// attempt. Acks are
 // written in the background as handlers return (on the file, those of
 // several handlers share one transaction and fsync), so that a worker
 // takes its next message without waiting for the write; at most 256 acks wait to be
@@ -285,21 +287,17 @@ func (r *runner) adjustWindow(n int) {
 // jobs and maxClaim. jobs holds no more than pending, and pending plus
 // demand is at most the workers plus the window, so there is room.
 //
-// While a worker is idle, it is a claim for the idle workers only,
-// handed out by the claim, on leases of the visibility timeout (held is
-// 0); the dispatcher claims the rest of the demand next. With no worker
-// idle, every message claimed is held (held is n; see Store.Claim): it
-// is not handed out yet, so an Enqueue or Cancel of it from any process
-// wins, and its lease is short (HeldLease), so that after a crash it
-// comes back soon. Claims never mix the two, since a claim has one lease
-// length.
+// The first messages, one for each idle worker, are handed out by the
+// claim, on leases of the visibility timeout; the rest (held, see
+// Store.Claim) wait for a busy worker: not handed out yet, so an Enqueue
+// or Cancel of one from any process wins, and on a short lease
+// (HeldLease), so that after a crash they come back soon. One claim, one
+// store write, brings both.
 func (r *runner) claimSize() (n, held int) {
 	pending := int(r.pending.Load())
 	n = min(max(r.demand(), 1), cap(r.jobs)-pending, maxClaim)
-	if idle := r.workers - pending; idle > 0 {
-		return min(n, idle), 0
-	}
-	return n, n
+	idle := max(r.workers-pending, 0)
+	return n, max(n-idle, 0)
 }
 
 // hold keeps the leases of the messages claimed held alive while they
@@ -471,9 +469,11 @@ func (r *runner) giveBack(d *Delivery) {
 	}
 }
 
-// freshen extends by the visibility timeout the lease of a message that
-// was held on a short lease (see HeldLease), or that waited in Run for a
-// third of the visibility timeout, before its handler starts, as the
+// freshen extends by the visibility timeout the lease of a message still
+// on a short lease (see HeldLease; the confirmation of a held message
+// gives it the visibility timeout's, so this is one a store handed out
+// by its claim though it was asked to hold it), or that waited in Run
+// for a third of the visibility timeout, before its handler starts, as the
 // lease keeper would have by then. It reports whether the handler is to
 // run: not if the lease was lost meanwhile. Another failure leaves the
 // lease to the keeper, unless the keeper's first extension, a third of

@@ -23,6 +23,12 @@ type claimRecorder struct {
 	limits   []int
 	holdAcks chan struct{} // nil: acks go through
 	acking   chan string   // told of each Ack held
+	extends  atomic.Int64
+}
+
+func (s *claimRecorder) Extend(ctx context.Context, p store.ExtendParams) error {
+	s.extends.Add(1)
+	return s.Store.Extend(ctx, p)
 }
 
 func (s *claimRecorder) Claim(ctx context.Context, p ClaimParams) (Claimed, error) {
@@ -271,13 +277,51 @@ func TestRunHoldsWhatWaitsForAWorker(t *testing.T) {
 	assert.Equal(t, [3]any{Pending, "v2", 0}, [3]any{info.State, string(info.Payload), info.Attempt})
 }
 
-func TestRunHandsOutWhatItClaimsForIdleWorkers(t *testing.T) {
+func TestRunClaimsForIdleWorkersAndTheWindowAtOnce(t *testing.T) {
 	r := newRunner(context.Background(), nil, nil, 8)
 	r.window = 8
 	r.pending.Store(3)
 	n, held := r.claimSize()
-	assert.Equal(t, [2]int{5, 0}, [2]int{n, held}, "first the 5 idle workers, handed out, on full leases")
+	assert.Equal(t, [2]int{13, 8}, [2]int{n, held}, "the 5 idle workers' handed out and the window held, in one claim")
 	r.pending.Store(8)
 	n, held = r.claimSize()
-	assert.Equal(t, [2]int{8, 8}, [2]int{n, held}, "then the window, all held, on short leases")
+	assert.Equal(t, [2]int{8, 8}, [2]int{n, held}, "no worker idle: the window, all held")
+}
+
+// TestRunHeldGetTheHandOutLeaseInTheirConfirmation claims as Run's
+// dispatcher does with one of two workers idle and a window of 2: the
+// first message is handed out by the claim on a lease of the visibility
+// timeout, the two others are held on the short lease, and the
+// confirmation that hands each out gives it the visibility timeout's
+// lease in the same write: no Extend.
+func TestRunHeldGetTheHandOutLeaseInTheirConfirmation(t *testing.T) {
+	const visibility = time.Minute
+	q, mock, rec := recordedQueue(t, WithVisibilityTimeout(visibility))
+	enqueueDueNow(t, q, mock, "a", "b", "c")
+	r := newRunner(context.Background(), q, func(context.Context, *Delivery) error { return nil }, 2)
+	r.window = 2
+	r.pending.Store(1) // one worker busy
+	ds, err := q.claimDue(context.Background(), r.claimSize)
+	require.NoError(t, err)
+	require.Len(t, ds, 3)
+	now := mock.Now()
+	assert.Equal(t, [3]bool{false, true, true}, [3]bool{ds[0].held, ds[1].held, ds[2].held})
+	assert.Equal(t, now.Add(visibility), ds[0].Deadline, "handed out by the claim: the visibility timeout")
+	assert.Equal(t, now.Add(q.cfg.heldLease()), ds[1].Deadline, "held: the short lease")
+
+	mock.Add(time.Second)
+	var deadlines []int64
+	r.h = func(ctx context.Context, d *Delivery) error {
+		info, err := q.Get(ctx, d.ID)
+		if err != nil {
+			return err
+		}
+		deadlines = append(deadlines, d.Deadline.UnixNano(), info.Deadline.UnixNano())
+		return nil
+	}
+	r.pending.Store(0)
+	runWorker(r, ds[1:]...)
+	want := mock.Now().Add(visibility).UnixNano()
+	assert.Equal(t, []int64{want, want, want, want}, deadlines, "each held message's lease, in the delivery and the store, the visibility timeout's from its confirmation")
+	assert.Zero(t, rec.extends.Load(), "no Extend: the confirmation gave the lease")
 }

@@ -230,7 +230,9 @@ func TestHeldMessageWhoseConfirmationFailsIsNotHandedOut(t *testing.T) {
 // when the message was replaced since the lease was taken.
 type lostConfirmStore struct{ *memstore.Store }
 
-func (lostConfirmStore) Confirm(context.Context, store.ConfirmParams) error { return store.ErrLeaseLost }
+func (lostConfirmStore) Confirm(context.Context, store.ConfirmParams) error {
+	return store.ErrLeaseLost
+}
 
 // TestHeldMessageLostAtItsHandOutIsNoLeaseLostEvent: a held message whose
 // lease is found lost when Run confirms it at its hand-out (it was replaced

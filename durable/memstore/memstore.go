@@ -385,7 +385,8 @@ func (s *Store) Expired(ctx context.Context, limit int) (store.ExpiredLeases, er
 		if len(e.Leases) >= limit || m.at.After(now) {
 			break
 		}
-		e.Leases = append(e.Leases, store.ExpiredLease{ID: m.id, Token: m.token, Attempt: m.attempt, Deadline: m.at, Held: m.held})
+		e.Leases = append(e.Leases, store.ExpiredLease{ID: m.id, Token: m.token, Attempt: m.attempt, Deadline: m.at, Held: m.held,
+			MaxAttempts: m.maxAttempts})
 	}
 	return e, nil
 }

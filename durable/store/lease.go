@@ -154,6 +154,9 @@ type ExpiredLease struct {
 	// and the queue ends it with RetryParams.Unhanded, costing no attempt
 	// and leaving no error text.
 	Held bool
+	// MaxAttempts is the message's (see Message.MaxAttempts): the queue
+	// decides with it whether an expired lease was the last attempt.
+	MaxAttempts int
 }
 
 // Ref names the lease, for Retry.

@@ -11,7 +11,8 @@ import (
 // The rules of a message's fields beyond its ID, payload and due time
 // (Kind, MaxAttempts, Timeout): a store keeps them as they were enqueued,
 // in every state, through retries, death, Requeue and a restart, and an
-// Enqueue of the same ID replaces them.
+// Enqueue of the same ID replaces them. Expired gives each lease's
+// MaxAttempts, which decides whether it was the last attempt.
 
 // fieldsOf returns a message with every field set, the Timeout with
 // nanoseconds, which every store keeps.
@@ -89,6 +90,19 @@ var fieldRules = []rule{
 		e.requireInfoFields(p, "pending, after the restart")
 		e.requireInfoFields(f, "in flight, after the restart")
 		e.requireInfoFields(d, "dead, after the restart")
+	}},
+	{"ExpiredCarriesMaxAttempts", func(e *env) {
+		m := fieldsOf("a", e.past())
+		e.enqueue(m, msg("b", e.past()))
+		c := e.claim(claimArgs{Limit: 2, Lease: time.Second})
+		require.Len(e.t, c.Leases, 2)
+		e.waitPast(c.Leases[1].Deadline)
+		x := e.expired(10)
+		got := map[string]int{}
+		for _, l := range x.Leases {
+			got[l.ID] = l.MaxAttempts
+		}
+		require.Equal(e.t, map[string]int{"a": m.MaxAttempts, "b": 0}, got, "each expired lease with its message's MaxAttempts")
 	}},
 	{"EnqueueReplacesThem", func(e *env) {
 		e.enqueue(fieldsOf("a", e.now().Add(time.Hour)))

@@ -111,6 +111,7 @@ func (s *Store) Confirm(ctx context.Context, p store.ConfirmParams) error {
 	if err := s.confirm(ctx, p.Lease); err != nil || p.By <= 0 {
 		return err
 	}
+	//lint:ignore S1016 the two are different parameters that share their fields by chance, not a conversion
 	return s.Extend(ctx, store.ExtendParams{Lease: p.Lease, By: p.By})
 }
 

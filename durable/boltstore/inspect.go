@@ -78,9 +78,16 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (infos []store.Inf
 	return infos, next, nil
 }
 
+// message is the message of the record r of id, as a Lease carries it.
+func (r *record) message(id string) store.Message {
+	return store.Message{ID: id, Kind: r.kind, Payload: r.payload, Due: fromUnixNano(r.due),
+		MaxAttempts: int(r.maxAttempts), Timeout: r.timeout}
+}
+
 // info is what Get and List tell of the record r of id.
 func (r *record) info(id string) store.Info {
-	info := store.Info{ID: id, Payload: r.payload, Attempt: int(r.attempt), LastError: r.lastError}
+	info := store.Info{ID: id, Kind: r.kind, Payload: r.payload, MaxAttempts: int(r.maxAttempts), Timeout: r.timeout,
+		Attempt: int(r.attempt), LastError: r.lastError}
 	if r.enqueuedAt != 0 {
 		info.EnqueuedAt = fromUnixNano(r.enqueuedAt)
 	}

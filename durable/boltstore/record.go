@@ -38,37 +38,54 @@ const (
 // counterKey is the meta key holding the number of messages in state s.
 func (s msgState) counterKey() []byte { return []byte{'n', byte(s)} }
 
-// A record is the value of a message in bucket msgs. Version 2, written
-// since LastError and EnqueuedAt were kept:
+// A record is the value of a message in bucket msgs. Version 3, written
+// since the message's Kind, MaxAttempts and Timeout were kept:
 //
-//	[0]      0x20 | state
-//	[1:17]   its key in the state's index: instant and sequence
-//	[17:21]  attempt number
-//	[21:29]  fencing token of the latest claim
-//	[29:37]  the message's due time, in Unix nanoseconds
-//	[37:45]  when it was first enqueued, in Unix nanoseconds (0: unknown)
-//	[45:47]  n, the length of the last error's text
-//	[47:47+n] the last error's text
-//	[47+n:]  payload
+//	[0]            0x30 | state
+//	[1:17]         its key in the state's index: instant and sequence
+//	[17:21]        attempt number
+//	[21:29]        fencing token of the latest claim
+//	[29:37]        the message's due time, in Unix nanoseconds
+//	[37:45]        when it was first enqueued, in Unix nanoseconds (0: unknown)
+//	[45:47]        n, the length of the last error's text
+//	[47:51]        the message's MaxAttempts (0: the queue's)
+//	[51:59]        the message's Timeout, in nanoseconds (0: none)
+//	[59:61]        k, the length of the message's Kind
+//	[61:61+k]      the Kind
+//	[61+k:61+k+n]  the last error's text
+//	[61+k+n:]      payload
 //
-// Version 1, written before, is the same without bytes 37 to 47 (and
-// state alone in byte 0): its records decode with no EnqueuedAt and no
-// LastError, and are rewritten in version 2 by the next write to them.
+// All integers are big-endian. Version 2 is bytes 0 to 47 of version 3
+// (with 0x20 in byte 0), then the last error's text and the payload:
+// written before the Kind, MaxAttempts and Timeout were kept, its records
+// decode with those zero. Version 1, written before that, is bytes 0 to
+// 37 (with the state alone in byte 0) and the payload: its records decode
+// with no EnqueuedAt and no LastError either. A record of either is
+// rewritten in version 3 by the next write to it.
 const (
 	recordHeaderV1 = 37
-	recordHeader   = 47
+	recordHeaderV2 = 47
+	recordHeader   = 61
 	recordV2       = 0x20
+	recordV3       = 0x30
 )
 
+// A Kind's length fits the record's two bytes for it (a compile-time
+// check: the array's length would be negative).
+var _ [math.MaxUint16 - store.MaxKindLen]struct{}
+
 type record struct {
-	state      msgState
-	key        indexKey
-	attempt    uint32
-	token      uint64
-	due        int64
-	enqueuedAt int64 // Unix nanoseconds, 0 if unknown (a version 1 record)
-	lastError  string
-	payload    []byte
+	state       msgState
+	key         indexKey
+	attempt     uint32
+	token       uint64
+	due         int64
+	enqueuedAt  int64 // Unix nanoseconds, 0 if unknown (a version 1 record)
+	kind        string
+	maxAttempts uint32 // at most store.MaxMaxAttempts
+	timeout     time.Duration
+	lastError   string
+	payload     []byte
 }
 
 // indexKey is a key of an index bucket: an instant, then a sequence
@@ -86,21 +103,32 @@ func (k indexKey) at() int64 { return int64(binary.BigEndian.Uint64(k[:8]) ^ (1 
 
 func (k indexKey) seq() uint64 { return binary.BigEndian.Uint64(k[8:]) }
 
-// encode writes r in version 2. lastError is cut to MaxErrorLen, which a
-// uint16 length holds.
+// encode writes r in version 3. lastError is cut to MaxErrorLen, which a
+// uint16 length holds; kind, checked by Enqueue, is at most MaxKindLen.
 func (r *record) encode() []byte {
 	text := store.TruncateErrorText(r.lastError)
-	b := make([]byte, recordHeader+len(text)+len(r.payload))
-	b[0] = recordV2 | byte(r.state)
-	r.encodeV1Fields(b)
-	binary.BigEndian.PutUint64(b[37:45], uint64(r.enqueuedAt))
-	binary.BigEndian.PutUint16(b[45:47], uint16(len(text)))
-	n := copy(b[recordHeader:], text)
-	copy(b[recordHeader+n:], r.payload)
+	b := make([]byte, recordHeader+len(r.kind)+len(text)+len(r.payload))
+	b[0] = recordV3 | byte(r.state)
+	r.encodeV2Fields(b, text)
+	binary.BigEndian.PutUint32(b[47:51], r.maxAttempts)
+	binary.BigEndian.PutUint64(b[51:59], uint64(r.timeout))
+	binary.BigEndian.PutUint16(b[59:61], uint16(len(r.kind)))
+	n := recordHeader
+	n += copy(b[n:], r.kind)
+	n += copy(b[n:], text)
+	copy(b[n:], r.payload)
 	return b
 }
 
-// encodeV1Fields writes bytes 1 to 37, which both versions share.
+// encodeV2Fields writes bytes 1 to 47, which versions 2 and 3 share,
+// text being the last error's text as written.
+func (r *record) encodeV2Fields(b []byte, text string) {
+	r.encodeV1Fields(b)
+	binary.BigEndian.PutUint64(b[37:45], uint64(r.enqueuedAt))
+	binary.BigEndian.PutUint16(b[45:47], uint16(len(text)))
+}
+
+// encodeV1Fields writes bytes 1 to 37, which all versions share.
 func (r *record) encodeV1Fields(b []byte) {
 	copy(b[1:17], r.key[:])
 	binary.BigEndian.PutUint32(b[17:21], r.attempt)
@@ -108,14 +136,15 @@ func (r *record) encodeV1Fields(b []byte) {
 	binary.BigEndian.PutUint64(b[29:37], uint64(r.due))
 }
 
-// decodeRecord decodes b, of either version, copying the payload out of
-// the file's memory.
+// decodeRecord decodes b, of any version, copying the strings and the
+// payload out of the file's memory. An empty Kind or error text costs no
+// allocation.
 func decodeRecord(b []byte) (record, error) {
 	if len(b) < recordHeaderV1 {
 		return record{}, fmt.Errorf("%w: bad record of %d bytes", ErrCorrupt, len(b))
 	}
 	version, state := b[0]&0xf0, msgState(b[0]&0x0f)
-	if (version != 0 && version != recordV2) || state < statePending || state > stateDead {
+	if (version != 0 && version != recordV2 && version != recordV3) || state < statePending || state > stateDead {
 		return record{}, fmt.Errorf("%w: bad record of %d bytes (first byte %#x)", ErrCorrupt, len(b), b[0])
 	}
 	r := record{
@@ -126,17 +155,30 @@ func decodeRecord(b []byte) (record, error) {
 	}
 	copy(r.key[:], b[1:17])
 	rest := b[recordHeaderV1:]
-	if version == recordV2 {
-		if len(b) < recordHeader {
-			return record{}, fmt.Errorf("%w: bad record of %d bytes", ErrCorrupt, len(b))
+	if version != 0 {
+		header := recordHeaderV2
+		if version == recordV3 {
+			header = recordHeader
+		}
+		if len(b) < header {
+			return record{}, fmt.Errorf("%w: bad record of %d bytes (version %#x)", ErrCorrupt, len(b), version)
 		}
 		r.enqueuedAt = int64(binary.BigEndian.Uint64(b[37:45]))
-		n := int(binary.BigEndian.Uint16(b[45:47]))
-		if len(b) < recordHeader+n {
-			return record{}, fmt.Errorf("%w: record of %d bytes with an error text of %d", ErrCorrupt, len(b), n)
+		n, k := int(binary.BigEndian.Uint16(b[45:47])), 0
+		if version == recordV3 {
+			r.maxAttempts = binary.BigEndian.Uint32(b[47:51])
+			r.timeout = time.Duration(binary.BigEndian.Uint64(b[51:59]))
+			k = int(binary.BigEndian.Uint16(b[59:61]))
+			if r.maxAttempts > store.MaxMaxAttempts || r.timeout < 0 {
+				return record{}, fmt.Errorf("%w: record with MaxAttempts %d and Timeout %d", ErrCorrupt, r.maxAttempts, int64(r.timeout))
+			}
 		}
-		r.lastError = string(b[recordHeader : recordHeader+n])
-		rest = b[recordHeader+n:]
+		if len(b) < header+k+n {
+			return record{}, fmt.Errorf("%w: record of %d bytes with a kind of %d and an error text of %d", ErrCorrupt, len(b), k, n)
+		}
+		r.kind = string(b[header : header+k])
+		r.lastError = string(b[header+k : header+k+n])
+		rest = b[header+k+n:]
 	}
 	r.payload = append([]byte(nil), rest...)
 	return r, nil

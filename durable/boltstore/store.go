@@ -368,7 +368,9 @@ func (s *Store) enqueueIn(t *txn, now int64, m store.Message) error {
 	if err != nil {
 		return err
 	}
-	r := &record{due: now, enqueuedAt: now, payload: m.Payload}
+	// The message's fields replace the old one's, zero or not.
+	r := &record{due: now, enqueuedAt: now, kind: m.Kind, maxAttempts: uint32(m.MaxAttempts), timeout: m.Timeout,
+		payload: m.Payload}
 	if !m.Due.IsZero() {
 		r.due = store.UnixNano(m.Due)
 	}
@@ -457,7 +459,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (c store.Claimed
 				handOut--
 			}
 			c.Leases = append(c.Leases, store.Lease{
-				Message:   store.Message{ID: string(id), Payload: r.payload, Due: fromUnixNano(r.due)},
+				Message:   r.message(string(id)),
 				Attempt:   int(r.attempt),
 				Token:     token,
 				Deadline:  fromUnixNano(deadline),

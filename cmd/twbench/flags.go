@@ -61,6 +61,13 @@ type options struct {
 	pgDatabase string
 	pgMeter    *pgMeter
 	pgWarm     bool
+	// pgUnsafe starts the PostgreSQL of -store postgres with fsync off
+	// (-pg-unsafe). pgSettings and pgDurable are what the server of
+	// -store said of its fsync and synchronous_commit (see checkPostgres),
+	// for the note under the table.
+	pgUnsafe   bool
+	pgSettings string
+	pgDurable  bool
 	// myDatabase, if set, is the database that the connections to the
 	// MySQL of store use instead of the URL's: the scratch database of
 	// the durable scenario (see newMyScratch).
@@ -250,7 +257,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.tick, "tick", o.tick, "the wheel's tick (WithTick)")
 	fs.IntVar(&o.wheelSize, "wheel-size", o.wheelSize, "the wheel's buckets per level (WithWheelSize)")
 	fs.StringVar(&o.executor, "executor", o.executor, "the wheel's executor: goroutine (one per task, the default) or inline; fire always measures both")
-	fs.StringVar(&o.store, "store", o.store, "durable: where the durable queue's messages are kept: bolt (a file in a temp dir), a redis:// URL, a postgres:// pgx DSN (e.g. postgres:///postgres?host=/tmp&user=postgres; its user needs CREATEDB: each scenario works in a scratch database it drops; pools of 16 connections unless the DSN sets pool_max_conns) or a mysql:// URL of MySQL or MariaDB (mysql://user:pw@host:3306/, or mysql://root@/?socket=/path/mysqld.sock; its user needs CREATE and DROP: the scenario works in a scratch database it drops; 16 connections); asynq: the Redis both queues use (redis:// only); river: the PostgreSQL both use (postgres:// only)")
+	fs.BoolVar(&o.pgUnsafe, "pg-unsafe", false, "with -store postgres: start PostgreSQL with fsync off, the fast unsafe mode (commits do not wait for the disk: not what users run; the note under the table says which mode the figures are of)")
+	fs.StringVar(&o.store, "store", o.store, "durable: where the durable queue's messages are kept: bolt (a file in a temp dir), postgres (a PostgreSQL that twbench starts in a temp dir, as users run it: fsync and synchronous_commit on; -pg-unsafe for fsync off; needs initdb and pg_ctl, as the user postgres when root), a redis:// URL, a postgres:// pgx DSN (e.g. postgres:///postgres?host=/tmp&user=postgres; its user needs CREATEDB: each scenario works in a scratch database it drops; pools of 16 connections unless the DSN sets pool_max_conns) or a mysql:// URL of MySQL or MariaDB (mysql://user:pw@host:3306/, or mysql://root@/?socket=/path/mysqld.sock; its user needs CREATE and DROP: the scenario works in a scratch database it drops; 16 connections); asynq: the Redis both queues use (redis:// only); river: the PostgreSQL both use (postgres:// only)")
 	fs.StringVar(&o.jsonPath, "json", "", "write the results as JSON to `file` (- for stdout, which then carries only the JSON; the table goes to stderr)")
 	fs.StringVar(&o.plotPath, "plot", "", "draw fire's lateness CDF and startstop's ns/op against N side by side into `file` (.png or .svg); needs fire or startstop")
 	return fs
@@ -434,7 +442,7 @@ Scenarios, run in this order (default all; flags and names may be mixed):
 	for _, s := range registry {
 		fmt.Fprintf(w, "  %-10s %s\n", s.name, s.help)
 	}
-	fmt.Fprintf(w, "  %-10s %s\n", "all", "every scenario above, in this order (asynq only with -store redis://..., river only with -store postgres://...)")
+	fmt.Fprintf(w, "  %-10s %s\n", "all", "every scenario above, in this order (asynq only with -store redis://..., river only with -store postgres or postgres://...)")
 	fmt.Fprintf(w, "\nFlags:\n")
 	fs := newFlagSet(defaultOptions())
 	fs.SetOutput(w)
@@ -453,8 +461,11 @@ MemAvailable is smaller. The durable scenario's messages are not counted:
 they are kept on disk, about 400 bytes each, in a temp dir ($TMPDIR).
 With -store redis://..., the server must answer a PING within %v
 before anything runs, and with -store postgres://... or mysql://... the
-server must answer a SELECT 1 within as long (exit status 1 otherwise). Bad flags or arguments
-exit with status 2.
+server must answer a SELECT 1 within as long (exit status 1 otherwise);
+with -store postgres, twbench starts a PostgreSQL of its own for the run
+(fsync on, unless -pg-unsafe) and removes it afterwards. Under the table,
+a run on PostgreSQL says the server's fsync and synchronous_commit. Bad
+flags or arguments exit with status 2.
 
 Examples:
   twbench -quick
@@ -466,5 +477,6 @@ Examples:
   twbench durable -store 'postgres:///postgres?host=/tmp&user=postgres'
   twbench durable -store 'mysql://root@/?socket=/run/mysqld/mysqld.sock'
   twbench river -pending 100k -store 'postgres:///postgres?host=/tmp&user=postgres'
+  twbench river -store postgres
 `, memPerTimer, storeCheckTimeout)
 }

@@ -118,6 +118,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		"plot without data":  {"-plot", "out.png", "idle"},
 		"non-numeric g":      {"-g", "many"},
 		"quick takes no arg": {"-quick=maybe"},
+		"pg-unsafe, no own":  {"-pg-unsafe", "-store", "bolt", "durable"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

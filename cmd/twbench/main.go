@@ -10,6 +10,7 @@
 //
 //	go run ./cmd/twbench asynq -store redis://localhost:6379/0
 //	go run ./cmd/twbench river -store 'postgres:///postgres?host=/tmp&user=postgres'
+//	go run ./cmd/twbench river -store postgres    # a server of its own, fsync on
 //
 // Run it with -quick for a run of every scenario at reduced size (under a
 // minute on two cores):

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/seed64e23a5c/timingwheel/durable/pgstore"
+	"github.com/seed64e23a5c/timingwheel/internal/pgtest"
 )
 
 // pgPoolConns is the size of every pool twbench opens on a PostgreSQL,
@@ -22,9 +24,30 @@ import (
 const pgPoolConns = 16
 
 // isPostgresURL reports whether store names a PostgreSQL server: a pgx
-// DSN in URL form.
+// DSN in URL form, or storeOwnPostgres (which run replaces with the URL of
+// the server it starts).
 func isPostgresURL(store string) bool {
-	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+	return store == storeOwnPostgres || strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+}
+
+// storeOwnPostgres is the -store of a PostgreSQL that twbench starts
+// itself, in a temporary directory, for the run (see startPostgres).
+const storeOwnPostgres = "postgres"
+
+// startPostgres starts the PostgreSQL of -store postgres (internal/pgtest:
+// the newest under /usr/lib/postgresql, a unix socket, as the user
+// postgres when root), as users run it, fsync and synchronous_commit on,
+// unless -pg-unsafe, and points o.store at it. stop stops and removes it.
+func startPostgres(o *options) (stop func(), err error) {
+	srv, err := pgtest.StartWith(pgtest.Options{Durable: !o.pgUnsafe})
+	if err != nil {
+		return nil, fmt.Errorf("-store %s: starting PostgreSQL: %w", storeOwnPostgres, err)
+	}
+	o.store = srv.URL()
+	return func() {
+		_ = srv.Stop("fast")
+		srv.Remove()
+	}, nil
 }
 
 // pgPoolConfig returns the pool configuration of -store: connections to
@@ -55,7 +78,7 @@ const pgWarmConns = 9
 // needsPostgresError is the error for a scenario that needs a PostgreSQL
 // (scenario.needsPostgres) named without one.
 func needsPostgresError(name string) string {
-	return "scenario " + name + " runs on a PostgreSQL server: it needs -store postgres://... (a pgx DSN)"
+	return "scenario " + name + " runs on a PostgreSQL server: it needs -store postgres (a server twbench starts) or -store postgres://... (a pgx DSN)"
 }
 
 // pgPool opens a pool on the database of o (see pgPoolConfig). With
@@ -201,8 +224,26 @@ func checkPostgres(o *options) error {
 		return fmt.Errorf("-store %s: no PostgreSQL answers there within %v: %w", redactURL(o.store), storeCheckTimeout, err)
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "SELECT 1"); err != nil {
-		return fmt.Errorf("-store %s: no answer to SELECT 1 within %v: %w", redactURL(o.store), storeCheckTimeout, err)
+	var fsync, syncCommit string
+	if err := conn.QueryRow(ctx, "SELECT current_setting('fsync'), current_setting('synchronous_commit')").Scan(&fsync, &syncCommit); err != nil {
+		return fmt.Errorf("-store %s: no answer to a SELECT within %v: %w", redactURL(o.store), storeCheckTimeout, err)
 	}
+	o.pgDurable = fsync == "on" && syncCommit != "off"
+	o.pgSettings = fmt.Sprintf("fsync=%s, synchronous_commit=%s", fsync, syncCommit)
 	return nil
+}
+
+// writePostgresNote writes, under the table of a run on a PostgreSQL,
+// the line that says whether its figures are those of a server run as
+// users run it (each commit waits for the disk) or not.
+func writePostgresNote(w io.Writer, o *options) error {
+	if o.pgSettings == "" {
+		return nil
+	}
+	how := "as users run it: each commit waits for its WAL to reach the disk"
+	if !o.pgDurable {
+		how = "NOT as users run it: commits do not wait for the disk (the fast unsafe mode; a crash of the machine loses them)"
+	}
+	_, err := fmt.Fprintf(w, "PostgreSQL: %s, %s.\n", o.pgSettings, how)
+	return err
 }

@@ -23,6 +23,10 @@ type riverRates struct {
 
 	// Our store calls per job worked.
 	claims, confirms, acks, others float64
+
+	// The server's commits and WAL syncs (fsyncs) per job worked.
+	oursRunCommits, theirRunCommits float64
+	oursRunSyncs, theirRunSyncs     float64
 }
 
 // String gives the rates and ratios of the round, for stderr.
@@ -71,6 +75,7 @@ func measureRiverRates(o *options, b *riverBench, root string, r, k int, m *pgMe
 			return fmt.Errorf("ours, worked: %w", err)
 		}
 		rr.oursRun, rr.oursRunSQL = rate, perMsg(statements, k)
+		rr.oursRunCommits, rr.oursRunSyncs = perMsg(m.last().commits, k), perMsg(m.last().syncs, k)
 		rr.claims, rr.confirms, rr.acks, rr.others = perMsg(calls.claims, k), perMsg(calls.confirms, k), perMsg(calls.acks, k), perMsg(calls.others, k)
 		return nil
 	})
@@ -82,6 +87,7 @@ func measureRiverRates(o *options, b *riverBench, root string, r, k int, m *pgMe
 			return fmt.Errorf("river, worked_fast: %w", err)
 		}
 		rr.theirRun, rr.theirRunSQL = rate, perMsg(statements, k)
+		rr.theirRunCommits, rr.theirRunSyncs = perMsg(m.last().commits, k), perMsg(m.last().syncs, k)
 		return nil
 	})
 	err = sideBySide(r, ours, theirs) // before the return reads rr, which it fills

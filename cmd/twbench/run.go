@@ -28,6 +28,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	silenceRedisLog()
+	if o.store == storeOwnPostgres {
+		stop, err := startPostgres(o)
+		if err != nil {
+			fmt.Fprintf(stderr, "twbench: %v\n", err)
+			return 1
+		}
+		defer stop()
+	}
 	if err := checkStore(o); err != nil {
 		fmt.Fprintf(stderr, "twbench: %v\n", err)
 		return 1
@@ -45,6 +53,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if err := table.finish(); err != nil {
+		fmt.Fprintf(stderr, "twbench: writing the table: %v\n", err)
+		return 1
+	}
+	if err := writePostgresNote(tableOut, o); err != nil {
 		fmt.Fprintf(stderr, "twbench: writing the table: %v\n", err)
 		return 1
 	}

@@ -98,6 +98,8 @@ func (o *options) validateStore() error {
 			return usagef("-store: %v", err)
 		}
 		return nil
+	case o.store == storeOwnPostgres:
+		return nil
 	case isPostgresURL(o.store):
 		if _, err := pgxpool.ParseConfig(o.store); err != nil {
 			return usagef("-store: %v", err)
@@ -109,7 +111,10 @@ func (o *options) validateStore() error {
 		}
 		return nil
 	}
-	return usagef("-store must be %s, a redis:// URL, a postgres:// URL or a mysql:// URL, got %q", storeBolt, o.store)
+	if o.pgUnsafe {
+		return usagef("-pg-unsafe needs -store %s (a PostgreSQL of twbench's own)", storeOwnPostgres)
+	}
+	return usagef("-store must be %s, %s, a redis:// URL, a postgres:// URL or a mysql:// URL, got %q", storeBolt, storeOwnPostgres, o.store)
 }
 
 // durableCount is the number of messages of the enqueue and receive+ack

@@ -40,6 +40,8 @@ const (
 	unitStatementsMsg = "statements/msg"
 	unitCallsMsg      = "calls/msg"
 	unitJobsSec       = "jobs/s"
+	unitCommitsMsg    = "commits/msg"
+	unitFsyncsMsg     = "fsyncs/msg"
 )
 
 // riverWorkers is the concurrency of both sides: producers, workers.
@@ -73,7 +75,7 @@ func runRiver(e *env) (rows []row, err error) {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, scratch.drop()) }()
-	m := &pgMeter{}
+	m := &pgMeter{dsn: scratch.o.store}
 	mo := *scratch.o
 	mo.pgMeter = m
 	mo.pgWarm = true
@@ -136,7 +138,11 @@ func runRiver(e *env) (rows []row, err error) {
 		both(jobsOf+def, unitJobsSec, med(oursRun), theirSlow),
 		both("SQL statements per job worked"+def, unitStatementsMsg, med(oursRunSQL), perMsg(theirSlowSQL, slow)),
 		pair(jobsOf+fast, unitJobsSec, oursRun, func(r riverRates) float64 { return r.theirRun }),
-		pair("SQL statements per job worked"+fast, unitStatementsMsg, oursRunSQL, func(r riverRates) float64 { return r.theirRunSQL }))
+		pair("SQL statements per job worked"+fast, unitStatementsMsg, oursRunSQL, func(r riverRates) float64 { return r.theirRunSQL }),
+		pair("commits per job worked (the server's, all databases)"+fast, unitCommitsMsg,
+			func(r riverRates) float64 { return r.oursRunCommits }, func(r riverRates) float64 { return r.theirRunCommits }),
+		pair("WAL fsyncs per job worked (the server's)"+fast, unitFsyncsMsg,
+			func(r riverRates) float64 { return r.oursRunSyncs }, func(r riverRates) float64 { return r.theirRunSyncs }))
 	// Ours only: what the statements of a job worked do.
 	rows = append(rows,
 		oursOnly("store calls per job worked: Claim (ours, a round trip each: the claim and its plan setting)", unitCallsMsg, med(func(r riverRates) float64 { return r.claims })),

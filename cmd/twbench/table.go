@@ -14,7 +14,7 @@ const (
 )
 
 // ratioLegend is the line under the table that says how to read RATIO.
-const ratioLegend = "ratio = ours/runtime: below 1x is better for times, bytes, allocs, lateness, CPU, commands/msg and statements/msg; above 1x for rates (/s) and scaling."
+const ratioLegend = "ratio = ours/runtime: below 1x is better for times, bytes, allocs, lateness, CPU, commands/msg, statements/msg, commits/msg and fsyncs/msg; above 1x for rates (/s) and scaling."
 
 // tableWriter writes the table a scenario at a time, in columns of fixed
 // width, so that each scenario's rows can go out as soon as it finishes

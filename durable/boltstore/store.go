@@ -563,7 +563,7 @@ func (s *Store) Expired(ctx context.Context, limit int) (e store.ExpiredLeases, 
 				return fmt.Errorf("%w: in-flight index names %q, which is not in flight", ErrCorrupt, id)
 			}
 			e.Leases = append(e.Leases, store.ExpiredLease{ID: string(id), Token: r.token, Attempt: int(r.attempt),
-				Deadline: fromUnixNano(indexKey(keys[i]).at()), Held: s.ahead.holds(string(id), r.token)})
+				Deadline: fromUnixNano(indexKey(keys[i]).at()), Held: s.ahead.holds(string(id), r.token), MaxAttempts: int(r.maxAttempts)})
 		}
 		e.Now = fromUnixNano(now)
 		e.NextDue, e.NextDeadline = t.nextTimes()

@@ -30,9 +30,20 @@ var ErrNoPostgres = errors.New("no PostgreSQL binaries (initdb, pg_ctl) in /usr/
 // root: as root, the server runs as the user postgres (with runuser),
 // which owns the directory.
 type Server struct {
-	bin   string // the directory of initdb and pg_ctl
-	dir   string // the temporary directory: data, sock, postgres.log
-	runAs string // the user to run the server as, or "" for ourselves
+	bin     string // the directory of initdb and pg_ctl
+	dir     string // the temporary directory: data, sock, postgres.log
+	runAs   string // the user to run the server as, or "" for ourselves
+	durable bool   // fsync on (see Options)
+}
+
+// Options are how StartWith starts a server.
+type Options struct {
+	// Durable runs the server as users run it: fsync and
+	// synchronous_commit on (PostgreSQL's defaults), so that each commit
+	// waits for its WAL to reach the disk. Without it, fsync is off: a
+	// crash of the server loses nothing committed, a crash of the machine
+	// may; tests run faster so.
+	Durable bool
 }
 
 // findPostgres returns the directory of initdb and pg_ctl: the newest
@@ -63,7 +74,10 @@ func isFile(path string) bool {
 // Start makes a new cluster in a temporary directory and starts
 // it. The caller stops it (Stop) and removes it (Remove); a test can use
 // ForTest, which does both.
-func Start() (*Server, error) {
+func Start() (*Server, error) { return StartWith(Options{}) }
+
+// StartWith is Start with o.
+func StartWith(o Options) (*Server, error) {
 	bin, err := findPostgres()
 	if err != nil {
 		return nil, err
@@ -72,7 +86,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{bin: bin, dir: dir}
+	s := &Server{bin: bin, dir: dir, durable: o.Durable}
 	if err := s.init(); err != nil {
 		s.Remove()
 		return nil, err
@@ -136,10 +150,15 @@ func (s *Server) command(name string, args ...string) *exec.Cmd {
 
 // StartAgain starts the server again after Stop (Start runs it first), and
 // waits until it accepts connections: on a
-// unix socket in sock, no TCP, without fsync (a crash of the machine
-// would lose data; a crash of the server loses nothing committed).
+// unix socket in sock, no TCP, without fsync unless Options.Durable (a
+// crash of the machine would lose data; a crash of the server loses
+// nothing committed).
 func (s *Server) StartAgain() error {
-	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=off -c max_connections=300", s.sock())
+	fsync := "off"
+	if s.durable {
+		fsync = "on"
+	}
+	opts := fmt.Sprintf("-k %s -c listen_addresses='' -c fsync=%s -c synchronous_commit=on -c max_connections=300", s.sock(), fsync)
 	out, err := s.command("pg_ctl", "-D", s.data(), "-l", s.logFile(), "-w", "-t", "60", "-o", opts, "start").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("pg_ctl start: %v\n%s%s", err, out, s.logTail())

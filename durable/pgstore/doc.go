@@ -71,7 +71,8 @@
 //   - Retry, Extend: one UPDATE by primary key, token and state
 //     each; no row matched is store.ErrLeaseLost.
 //   - Ack and Confirm (only for a lease claimed ahead or held): the same,
-//     a DELETE and an UPDATE, but the calls made at the same time share
+//     a DELETE and an UPDATE (which moves the deadline too, for a
+//     ConfirmParams.By), but the calls made at the same time share
 //     one statement: while one statement of acks and confirmations is
 //     under way, the calls that arrive wait and then go together in the
 //     next, one statement (one commit) for up to 500 of both kinds, as a

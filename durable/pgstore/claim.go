@@ -77,9 +77,11 @@ u AS (
 		deadline = k.ready + $5::bigint * interval '1 microsecond', seq = k.seq
 	FROM k
 	WHERE t.ctid = ANY (ARRAY(SELECT k2.tid FROM k k2)) AND t.ctid = k.tid AND t.queue = $1::text AND t.id = k.id
-	RETURNING t.id, t.payload, t.due, t.attempt, t.token, t.deadline, t.held, t.last_error, k.ready, k.rn
+	RETURNING t.id, t.payload, t.due, t.attempt, t.token, t.deadline, t.held, t.last_error, k.ready, k.rn,
+		t.kind, t.max_attempts, t.timeout_ns
 )
 SELECT u.id, u.payload, u.due, u.attempt, u.token, u.deadline, u.held, u.last_error, u.ready,
+	u.kind, u.max_attempts, u.timeout_ns,
 	n.now,
 	(SELECT min(x.due) FROM (
 		SELECT p.id, p.due FROM {T} p WHERE p.queue = $1::text AND p.state = 1
@@ -151,13 +153,16 @@ func (s *Store) readClaim(rows pgx.Rows, p store.ClaimParams) (store.Claimed, er
 			attempt                *int32
 			token                  *int64
 			held                   *bool
+			kind                   []byte
+			maxAttempts            *int32
+			timeout                *int64
 			now                    time.Time
 			nextDue, nextDeadline  *time.Time
 			dueSoon                int64
 			paused                 bool
 		)
 		if err := rows.Scan(&id, &payload, &due, &attempt, &token, &deadline, &held, &lastError, &ready,
-			&now, &nextDue, &nextDeadline, &dueSoon, &cut, &paused); err != nil {
+			&kind, &maxAttempts, &timeout, &now, &nextDue, &nextDeadline, &dueSoon, &cut, &paused); err != nil {
 			return store.Claimed{}, err
 		}
 		c.Now, c.NextDue, c.NextDeadline = now, orZero(nextDue), orZero(nextDeadline)
@@ -170,7 +175,8 @@ func (s *Store) readClaim(rows pgx.Rows, p store.ClaimParams) (store.Claimed, er
 			payload = []byte{}
 		}
 		c.Leases = append(c.Leases, store.Lease{
-			Message:   store.Message{ID: string(id), Payload: payload, Due: *due},
+			Message: store.Message{ID: string(id), Kind: string(kind), Payload: payload, Due: *due,
+				MaxAttempts: int(*maxAttempts), Timeout: time.Duration(*timeout)},
 			Attempt:   int(*attempt),
 			Token:     uint64(*token),
 			Deadline:  *deadline,

@@ -27,7 +27,8 @@ func TestClaimReadsOnlyTheRowsItClaims(t *testing.T) {
 	const backlog, limit = 5000, 100
 	enqueueN(t, s, backlog)
 
-	p := store.ClaimParams{Limit: limit, Lease: time.Minute}
+	// Half of them held, on a lease of their own.
+	p := store.ClaimParams{Limit: limit, Held: limit / 2, Lease: time.Minute, HeldLease: time.Second}
 	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
 		plan := planByMode(t, pool, mode, s.sql.claim, s.claimArgs(p)...)
 		update := plan.find("ModifyTable")

@@ -32,8 +32,11 @@ import (
 // ids, $5 tokens (no ID twice), and returns the ID of each lease it ended
 // or handed out with true, and of each confirmation it refused while the
 // queue is paused with false (see store.ErrPaused): then it leaves those
-// claimed ahead and not confirmed yet as they are. A lease that is not
-// current matches no row. l locks the rows in ID order, as an Enqueue
+// claimed ahead and not confirmed yet as they are. A confirmation whose
+// $6 (µs) is positive also moves its lease's deadline to that long after
+// the database's clock (clock_timestamp(), when the row is written), with
+// a new seq, as extendSQL does; one of 0 keeps the deadline. A lease that
+// is not current matches no row, and nothing of it changes. l locks the rows in ID order, as an Enqueue
 // locks its rows, and the writes change only rows that l locked, so the
 // statement waits only in l: two statements of many rows never wait for
 // each other in opposite orders. A row that another transaction changed
@@ -53,7 +56,10 @@ d AS (
 	RETURNING t.id
 ),
 u AS (
-	UPDATE {T} t SET held = false FROM l, unnest($4::bytea[], $5::bigint[]) AS a(id, token)
+	UPDATE {T} t SET held = false,
+		deadline = CASE WHEN a.by_us > 0 THEN clock_timestamp() + a.by_us * interval '1 microsecond' ELSE t.deadline END,
+		seq = CASE WHEN a.by_us > 0 THEN nextval({SEQ}) ELSE t.seq END
+	FROM l, unnest($4::bytea[], $5::bigint[], $6::bigint[]) AS a(id, token, by_us)
 	WHERE t.queue = (SELECT $1::text) AND t.id = ANY ($4::bytea[]) AND t.id = l.id AND l.id = a.id AND l.token = a.token AND l.state = 2
 		AND NOT (l.held AND (SELECT paused FROM p))
 	RETURNING t.id
@@ -72,7 +78,8 @@ const maxBatch = 500
 type lease struct {
 	id      []byte
 	token   int64
-	confirm bool // a confirmation, not an ack
+	confirm bool  // a confirmation, not an ack
+	by      int64 // of a confirmation: its new deadline from now (µs), or 0
 }
 
 func (l lease) op() string {
@@ -98,10 +105,11 @@ func newLeaseCoalescer(s *Store) *coalesce.Coalescer[lease] {
 func sendLeases(s *Store, batch []*coalesce.Call[lease]) {
 	slices.SortFunc(batch, func(x, y *coalesce.Call[lease]) int { return bytes.Compare(x.Arg.id, y.Arg.id) })
 	var ackIDs, confirmIDs [][]byte
-	var ackTokens, confirmTokens []int64
+	var ackTokens, confirmTokens, confirmBys []int64
 	for _, c := range batch {
 		if c.Arg.confirm {
 			confirmIDs, confirmTokens = append(confirmIDs, c.Arg.id), append(confirmTokens, c.Arg.token)
+			confirmBys = append(confirmBys, c.Arg.by)
 		} else {
 			ackIDs, ackTokens = append(ackIDs, c.Arg.id), append(ackTokens, c.Arg.token)
 		}
@@ -113,7 +121,7 @@ func sendLeases(s *Store, batch []*coalesce.Call[lease]) {
 			c.Err = wrap(c.Arg.op(), err)
 		}
 	}
-	rows, err := s.pool.Query(ctx, s.sql.leases, s.queue, ackIDs, ackTokens, confirmIDs, confirmTokens)
+	rows, err := s.pool.Query(ctx, s.sql.leases, s.queue, ackIDs, ackTokens, confirmIDs, confirmTokens, confirmBys)
 	if err != nil {
 		fail(err)
 		return

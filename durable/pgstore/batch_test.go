@@ -132,7 +132,7 @@ type leaseKinds struct {
 }
 
 func (k *leaseKinds) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if !strings.Contains(d.SQL, "unnest($4::bytea[], $5::bigint[])") || len(d.Args) != 5 {
+	if !strings.Contains(d.SQL, "unnest($4::bytea[], $5::bigint[], $6::bigint[])") || len(d.Args) != 6 {
 		return ctx
 	}
 	acks, _ := d.Args[1].([][]byte)
@@ -218,6 +218,75 @@ func TestConcurrentConfirms(t *testing.T) {
 			assert.ErrorIs(t, err, durable.ErrInFlight, l.ID)
 		}
 	}
+}
+
+// Confirmations made at the same time, each with its own By (an hour or
+// more, rounded up to the microsecond, or none), share statements, and
+// each moves its own lease's deadline from the database's clock; a
+// confirmation of a stale token, By and all, changes nothing.
+func TestConcurrentConfirmsWithTheirOwnBy(t *testing.T) {
+	counter := &statementCounter{marker: "unnest($4::bytea[], $5::bigint[], $6::bigint[])"}
+	s := openStore(t, tracedPool(t, counter), freshQueue())
+	const n = 200
+	msgs := make([]durable.Message, n)
+	for i := range msgs {
+		msgs[i] = durable.Message{ID: fmt.Sprintf("c%03d", i), Payload: []byte("p")}
+	}
+	require.NoError(t, s.Enqueue(ctx, msgs))
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: n, Held: n, Lease: time.Hour, HeldLease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, n)
+	by := func(i int) time.Duration { // 0 for every fourth: the deadline kept
+		return time.Duration(i%4)*time.Hour + time.Duration(i%3) // and ns, rounded up
+	}
+
+	var wg sync.WaitGroup
+	errs, stale := make([]error, n), make([]error, n)
+	start := make(chan struct{})
+	before := dbNow(t)
+	for i, l := range c.Leases {
+		wg.Go(func() {
+			<-start
+			errs[i] = s.Confirm(ctx, store.ConfirmParams{Lease: l.Ref(), By: by(i)})
+		})
+		if i%5 == 0 {
+			wg.Go(func() {
+				<-start
+				stale[i] = s.Confirm(ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: l.ID, Token: l.Token + 1<<40},
+					By: 100 * time.Hour})
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	after := dbNow(t)
+
+	for i, l := range c.Leases {
+		require.NoError(t, errs[i], l.ID)
+		if i%5 == 0 {
+			require.ErrorIs(t, stale[i], durable.ErrLeaseLost, "%s: a stale token", l.ID)
+		}
+		got := getInfo(t, s, l.ID).Deadline
+		if by(i) == 0 {
+			assert.True(t, got.Equal(l.Deadline), "%s: confirmed without By: deadline %v, claimed with %v", l.ID, got, l.Deadline)
+			continue
+		}
+		d := micros(by(i))
+		lo, hi := before.Add(time.Duration(d)*time.Microsecond), after.Add(time.Duration(d)*time.Microsecond)
+		assert.True(t, !got.Before(lo) && !got.After(hi), "%s: deadline %v, want %v after the confirmation, in [%v, %v]",
+			l.ID, got, by(i), lo, hi)
+	}
+	calls := int64(n + (n+4)/5)
+	assert.Less(t, counter.n.Load(), calls, "concurrent confirmations share statements")
+	t.Logf("%d confirmations in %d statements", calls, counter.n.Load())
+}
+
+// getInfo returns what s holds of id.
+func getInfo(t *testing.T, s *Store, id string) store.Info {
+	t.Helper()
+	info, err := s.Get(ctx, id)
+	require.NoError(t, err)
+	return info
 }
 
 // A call whose context has ended returns at once with its error, and the

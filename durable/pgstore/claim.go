@@ -24,7 +24,9 @@ import (
 //     is held (due after now, or beyond the $3 that may be handed out),
 //     a new fencing token and a new seq, in order;
 //
-//   - u makes them in flight, finding each row by the ctid that c locked,
+//   - u makes them in flight, each with a lease of $5 µs after its ready
+//     time, or of $8 for those beyond the first $3 (held for later),
+//     finding each row by the ctid that c locked,
 //     with a TID scan of their array: one row read per message, whatever
 //     the planner estimates of k and of the queue (a queue whose rows the
 //     table's statistics do not know yet is estimated at one row, and a
@@ -46,7 +48,8 @@ import (
 //     one row of hints alone.
 //
 //     $1 queue, $2 limit, $3 how many due by now may be handed out, $4 ahead
-//     (µs), $5 lease (µs), $6 payload bytes, $7 cap of DueSoon
+//     (µs), $5 lease (µs), $6 payload bytes, $7 cap of DueSoon, $8 lease of
+//     those beyond $3 (µs)
 const claimSQL = `WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now, 
 	EXISTS (SELECT 1 FROM {QUEUES} q WHERE q.queue = $1::text AND q.paused) AS paused),
 c AS MATERIALIZED (
@@ -74,12 +77,15 @@ k AS MATERIALIZED (
 ),
 u AS (
 	UPDATE {T} t SET state = 2, attempt = t.attempt + 1, token = k.token, held = k.held,
-		deadline = k.ready + $5::bigint * interval '1 microsecond', seq = k.seq
+		deadline = k.ready + CASE WHEN k.rn > $3::bigint THEN $8::bigint ELSE $5::bigint END * interval '1 microsecond',
+		seq = k.seq
 	FROM k
 	WHERE t.ctid = ANY (ARRAY(SELECT k2.tid FROM k k2)) AND t.ctid = k.tid AND t.queue = $1::text AND t.id = k.id
-	RETURNING t.id, t.payload, t.due, t.attempt, t.token, t.deadline, t.held, t.last_error, k.ready, k.rn
+	RETURNING t.id, t.payload, t.due, t.attempt, t.token, t.deadline, t.held, t.last_error, k.ready, k.rn,
+		t.kind, t.max_attempts, t.timeout_ns
 )
 SELECT u.id, u.payload, u.due, u.attempt, u.token, u.deadline, u.held, u.last_error, u.ready,
+	u.kind, u.max_attempts, u.timeout_ns,
 	n.now,
 	(SELECT min(x.due) FROM (
 		SELECT p.id, p.due FROM {T} p WHERE p.queue = $1::text AND p.state = 1
@@ -105,10 +111,11 @@ const lockedRetry = 20 * time.Millisecond
 // Claim implements store.Store: one statement, whatever the number of
 // messages it leases, run with the plan PostgreSQL keeps for it where the
 // pool keeps plans (see genericPlanSQL). A p.Limit above MaxClaim is cut
-// to it; the lease and the horizon are rounded up to the microsecond. A
-// Claim also stops at about 4 MiB of payloads, leasing the message that
-// would take it over only if it is the first. Due times are compared with the database's
-// clock (clock_timestamp()), which Claimed.Now is.
+// to it; the leases (p.Lease, p.HeldLease) and the horizon are rounded up
+// to the microsecond. A Claim also stops at about 4 MiB of payloads,
+// leasing the message that would take it over only if it is the first.
+// Due times are compared with the database's clock (clock_timestamp()),
+// which Claimed.Now is.
 //
 // Messages locked by another transaction (another claim in progress, or
 // an EnqueueTx or Enqueue replacing them, not committed yet) are skipped,
@@ -151,13 +158,16 @@ func (s *Store) readClaim(rows pgx.Rows, p store.ClaimParams) (store.Claimed, er
 			attempt                *int32
 			token                  *int64
 			held                   *bool
+			kind                   []byte
+			maxAttempts            *int32
+			timeout                *int64
 			now                    time.Time
 			nextDue, nextDeadline  *time.Time
 			dueSoon                int64
 			paused                 bool
 		)
 		if err := rows.Scan(&id, &payload, &due, &attempt, &token, &deadline, &held, &lastError, &ready,
-			&now, &nextDue, &nextDeadline, &dueSoon, &cut, &paused); err != nil {
+			&kind, &maxAttempts, &timeout, &now, &nextDue, &nextDeadline, &dueSoon, &cut, &paused); err != nil {
 			return store.Claimed{}, err
 		}
 		c.Now, c.NextDue, c.NextDeadline = now, orZero(nextDue), orZero(nextDeadline)
@@ -170,7 +180,8 @@ func (s *Store) readClaim(rows pgx.Rows, p store.ClaimParams) (store.Claimed, er
 			payload = []byte{}
 		}
 		c.Leases = append(c.Leases, store.Lease{
-			Message:   store.Message{ID: string(id), Payload: payload, Due: *due},
+			Message: store.Message{ID: string(id), Kind: string(kind), Payload: payload, Due: *due,
+				MaxAttempts: int(*maxAttempts), Timeout: time.Duration(*timeout)},
 			Attempt:   int(*attempt),
 			Token:     uint64(*token),
 			Deadline:  *deadline,
@@ -194,10 +205,16 @@ func (s *Store) readClaim(rows pgx.Rows, p store.ClaimParams) (store.Claimed, er
 	return c, nil
 }
 
-// claimArgs returns the arguments of claimSQL for p.
+// claimArgs returns the arguments of claimSQL for p. The leases beyond
+// the first handOut are of p.HeldLease, if positive, else of p.Lease as
+// the others.
 func (s *Store) claimArgs(p store.ClaimParams) []any {
 	limit := max(0, min(p.Limit, MaxClaim))
 	handOut := min(limit, max(0, p.Limit-max(p.Held, 0)))
+	heldLease := p.Lease
+	if p.HeldLease > 0 {
+		heldLease = p.HeldLease
+	}
 	return []any{s.queue, int64(limit), int64(handOut),
-		micros(max(p.Ahead, 0)), micros(p.Lease), int64(maxClaimBytes), int64(maxDueSoon)}
+		micros(max(p.Ahead, 0)), micros(p.Lease), int64(maxClaimBytes), int64(maxDueSoon), micros(heldLease)}
 }

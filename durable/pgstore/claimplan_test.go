@@ -27,7 +27,8 @@ func TestClaimReadsOnlyTheRowsItClaims(t *testing.T) {
 	const backlog, limit = 5000, 100
 	enqueueN(t, s, backlog)
 
-	p := store.ClaimParams{Limit: limit, Lease: time.Minute}
+	// Half of them held, on a lease of their own.
+	p := store.ClaimParams{Limit: limit, Held: limit / 2, Lease: time.Minute, HeldLease: time.Second}
 	for _, mode := range []string{"force_generic_plan", "force_custom_plan"} {
 		plan := planByMode(t, pool, mode, s.sql.claim, s.claimArgs(p)...)
 		update := plan.find("ModifyTable")
@@ -169,13 +170,26 @@ func TestLeaseStatementsReadOnlyTheirRows(t *testing.T) {
 			name := mode + ", " + st.name
 			ackIDs, ackTokens := st.acks()
 			confirmIDs, confirmTokens := st.confirm()
-			read := rowsReadByPlan(t, pool, mode, s.sql.leases, s.queue, ackIDs, ackTokens, confirmIDs, confirmTokens)
+			read := rowsReadByPlan(t, pool, mode, s.sql.leases, s.queue, ackIDs, ackTokens, confirmIDs, confirmTokens, bys(confirmIDs))
 			// Each row is read by its lock, its kind's write and its join.
 			n := len(ackIDs) + len(confirmIDs)
 			assert.LessOrEqual(t, read, float64(3*n), "%s of %d leases, %d in flight: rows read", name, n, inFlight)
 			assert.Positive(t, read, name)
 		}
 	}
+}
+
+// bys returns the By (µs) of confirmations of ids: an hour for every
+// other one, 0 (the deadline kept) for the others, so that a statement
+// carries both.
+func bys(ids [][]byte) []int64 {
+	out := make([]int64, len(ids))
+	for i := range out {
+		if i%2 == 0 {
+			out[i] = int64(time.Hour / time.Microsecond)
+		}
+	}
+	return out
 }
 
 // The statements that change or read one message find it through the

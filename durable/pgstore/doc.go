@@ -30,7 +30,9 @@
 // dead), its due time, lease deadline or time of death (timestamptz, to
 // the microsecond), its seq, attempt number, fencing token, whether its
 // lease was claimed ahead and not confirmed yet (held), its last error
-// text and when it was first enqueued. Three partial indexes, one per
+// text, when it was first enqueued, and the message's kind (bytea, empty
+// for none), max attempts (integer, 0 for the queue's) and timeout
+// (bigint nanoseconds, 0 for none). Three partial indexes, one per
 // state, order each state's rows of a queue by (due, seq), (deadline,
 // seq) and (died_at, seq): claims, reaps, List and the lookups of the
 // earliest due time and deadline are index range scans, O(log n) plus
@@ -43,7 +45,10 @@
 // WithoutMigrate). Each version of the package knows SchemaVersion: New
 // migrates older tables, under a transaction-level advisory lock so that
 // processes that start together migrate once, and refuses newer ones
-// (ErrSchemaTooNew), which an older process could damage.
+// (ErrSchemaTooNew), which an older process could damage. Version 4
+// added the columns of kind, max attempts and timeout, with constant
+// defaults: ALTER TABLE adds them without rewriting the table, under a
+// brief ACCESS EXCLUSIVE lock, and the rows written before read as zero.
 //
 // # Statements
 //
@@ -71,7 +76,8 @@
 //   - Retry, Extend: one UPDATE by primary key, token and state
 //     each; no row matched is store.ErrLeaseLost.
 //   - Ack and Confirm (only for a lease claimed ahead or held): the same,
-//     a DELETE and an UPDATE, but the calls made at the same time share
+//     a DELETE and an UPDATE (which moves the deadline too, for a
+//     ConfirmParams.By), but the calls made at the same time share
 //     one statement: while one statement of acks and confirmations is
 //     under way, the calls that arrive wait and then go together in the
 //     next, one statement (one commit) for up to 500 of both kinds, as a

@@ -33,27 +33,32 @@ const headSQL = `head AS MATERIALIZED (
 // (REPEATABLE READ or SERIALIZABLE, for EnqueueTx), where what it sees
 // may be long gone. A message
 // replaced keeps its enqueued_at and its token (the next claim takes a
-// greater one); a lease on it is lost, since it is no longer in flight.
+// greater one), and takes the new message's kind, max attempts and
+// timeout, zero values included; a lease on it is lost, since it is no
+// longer in flight.
 //
 //	$1 queue, $2 ids, $3 payloads, $4 due times, $5 whether each is due
 //	now (a zero Due), $6 the channel, $7 the seq of each, or NULL to draw
-//	them in the order of the arrays
+//	them in the order of the arrays, $8 kinds, $9 max attempts, $10
+//	timeouts (ns)
 //	returns the messages written, and whether it notified
 const enqueueSQL = `WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
 m AS MATERIALIZED (
 	SELECT i.id, i.payload, CASE WHEN i.isnow THEN n.now ELSE i.due END AS due, n.now AS now,
-		coalesce(i.seq, nextval({SEQ})) AS seq
-	FROM unnest($2::bytea[], $3::bytea[], $4::timestamptz[], $5::boolean[], $7::bigint[])
-		WITH ORDINALITY AS i(id, payload, due, isnow, seq, ord)
+		coalesce(i.seq, nextval({SEQ})) AS seq, i.kind, i.max_attempts, i.timeout_ns
+	FROM unnest($2::bytea[], $3::bytea[], $4::timestamptz[], $5::boolean[], $7::bigint[],
+		$8::bytea[], $9::integer[], $10::bigint[])
+		WITH ORDINALITY AS i(id, payload, due, isnow, seq, kind, max_attempts, timeout_ns, ord)
 	CROSS JOIN n
 	ORDER BY i.ord
 ),
 ` + headSQL + `,
 w AS (
-	INSERT INTO {T} AS t (queue, id, payload, state, due, seq, enqueued_at)
-	SELECT $1::text, m.id, m.payload, 1, m.due, m.seq, m.now FROM m ORDER BY m.id
+	INSERT INTO {T} AS t (queue, id, payload, state, due, seq, enqueued_at, kind, max_attempts, timeout_ns)
+	SELECT $1::text, m.id, m.payload, 1, m.due, m.seq, m.now, m.kind, m.max_attempts, m.timeout_ns FROM m ORDER BY m.id
 	ON CONFLICT (queue, id) DO UPDATE SET payload = excluded.payload, state = 1, due = excluded.due,
-		seq = excluded.seq, deadline = NULL, died_at = NULL, attempt = 0, held = false, last_error = ''::bytea
+		seq = excluded.seq, deadline = NULL, died_at = NULL, attempt = 0, held = false, last_error = ''::bytea,
+		kind = excluded.kind, max_attempts = excluded.max_attempts, timeout_ns = excluded.timeout_ns
 	RETURNING 1
 ),
 nt AS MATERIALIZED (
@@ -185,7 +190,11 @@ type enqueueBatch struct {
 	dues          []time.Time
 	now           []bool
 	seqs          []int64 // nil: the statement draws them
-	bytes         int
+	// kinds, maxAttempts and timeouts (ns) are the messages'.
+	kinds       [][]byte
+	maxAttempts []int32
+	timeouts    []int64
+	bytes       int
 }
 
 // enqueueInIDOrder writes all, the messages of one call too many for one
@@ -255,6 +264,9 @@ func (b *enqueueBatch) append(o *enqueueBatch) {
 	b.dues = append(b.dues, o.dues...)
 	b.now = append(b.now, o.now...)
 	b.seqs = append(b.seqs, o.seqs...)
+	b.kinds = append(b.kinds, o.kinds...)
+	b.maxAttempts = append(b.maxAttempts, o.maxAttempts...)
+	b.timeouts = append(b.timeouts, o.timeouts...)
 	b.bytes += o.bytes
 }
 
@@ -265,9 +277,13 @@ func (b *enqueueBatch) take(o *enqueueBatch, i int) {
 	b.dues = append(b.dues, o.dues[i])
 	b.now = append(b.now, o.now[i])
 	b.seqs = append(b.seqs, o.seqs[i])
+	b.kinds = append(b.kinds, o.kinds[i])
+	b.maxAttempts = append(b.maxAttempts, o.maxAttempts[i])
+	b.timeouts = append(b.timeouts, o.timeouts[i])
 	b.bytes += len(o.payloads[i])
 }
 
+// add adds m, a valid message, to b.
 func (b *enqueueBatch) add(m *store.Message) {
 	payload := m.Payload
 	if payload == nil {
@@ -277,13 +293,17 @@ func (b *enqueueBatch) add(m *store.Message) {
 	b.payloads = append(b.payloads, payload)
 	b.dues = append(b.dues, dueArg(m.Due))
 	b.now = append(b.now, m.Due.IsZero())
+	b.kinds = append(b.kinds, append([]byte{}, m.Kind...)) // never nil, which would be NULL
+	b.maxAttempts = append(b.maxAttempts, int32(m.MaxAttempts))
+	b.timeouts = append(b.timeouts, int64(m.Timeout))
 	b.bytes += len(payload)
 }
 
 // enqueue runs one enqueueSQL on q.
 func (s *Store) enqueue(ctx context.Context, q querier, b *enqueueBatch) error {
 	var written, notified int64
-	err := q.QueryRow(ctx, s.sql.enqueue, s.queue, b.ids, b.payloads, b.dues, b.now, s.channel, b.seqs).Scan(&written, &notified)
+	err := q.QueryRow(ctx, s.sql.enqueue, s.queue, b.ids, b.payloads, b.dues, b.now, s.channel, b.seqs,
+		b.kinds, b.maxAttempts, b.timeouts).Scan(&written, &notified)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,8 @@ import (
 // statement that changes nothing.
 
 // infoColumns are the columns of a store.Info, read by scanInfo.
-const infoColumns = `id, payload, state, due, deadline, died_at, attempt, last_error, enqueued_at`
+const infoColumns = `id, payload, state, due, deadline, died_at, attempt, last_error, enqueued_at,
+	kind, max_attempts, timeout_ns`
 
 // getSQL reads one message.
 //
@@ -52,15 +53,20 @@ func scanInfo(row pgx.Row, extra ...any) (store.Info, error) {
 		attempt                int32
 		due, enqueuedAt        time.Time
 		deadline, diedAt       *time.Time
+		kind                   []byte
+		maxAttempts            int32
+		timeout                int64
 	)
-	err := row.Scan(append([]any{&id, &payload, &state, &due, &deadline, &diedAt, &attempt, &lastError, &enqueuedAt}, extra...)...)
+	err := row.Scan(append([]any{&id, &payload, &state, &due, &deadline, &diedAt, &attempt, &lastError, &enqueuedAt,
+		&kind, &maxAttempts, &timeout}, extra...)...)
 	if err != nil {
 		return store.Info{}, err
 	}
 	if payload == nil {
 		payload = []byte{}
 	}
-	info := store.Info{ID: string(id), Payload: payload, State: store.State(state), Attempt: int(attempt),
+	info := store.Info{ID: string(id), Kind: string(kind), Payload: payload, MaxAttempts: int(maxAttempts),
+		Timeout: time.Duration(timeout), State: store.State(state), Attempt: int(attempt),
 		LastError: string(lastError), EnqueuedAt: enqueuedAt}
 	switch info.State {
 	case store.Pending:

@@ -110,21 +110,24 @@ SELECT (SELECT count(*) FROM u), (SELECT count(*) FROM gone)`
 
 // Confirm implements store.Store: one statement, shared with the acks
 // and confirmations of other goroutines under way at the same time (see
-// coalesce.Coalescer).
-func (s *Store) Confirm(ctx context.Context, l store.LeaseRef) error {
-	return s.coalesced(ctx, l, true)
+// coalesce.Coalescer). A positive p.By, rounded up to the microsecond,
+// moves the lease's deadline in that statement, from the database's
+// clock, each confirmation of the statement with its own.
+func (s *Store) Confirm(ctx context.Context, p store.ConfirmParams) error {
+	return s.coalesced(ctx, p.Lease, true, micros(max(p.By, 0)))
 }
 
 // Ack implements store.Store: one statement, which deletes the row,
 // shared with the acks and confirmations of other goroutines under way at
 // the same time (see coalesce.Coalescer).
 func (s *Store) Ack(ctx context.Context, l store.LeaseRef) error {
-	return s.coalesced(ctx, l, false)
+	return s.coalesced(ctx, l, false, 0)
 }
 
 // coalesced runs the ack or confirmation of lease l through the store's
-// coalescer of leases.
-func (s *Store) coalesced(ctx context.Context, l store.LeaseRef, confirm bool) error {
+// coalescer of leases; by is a confirmation's new deadline from now (µs),
+// or 0.
+func (s *Store) coalesced(ctx context.Context, l store.LeaseRef, confirm bool, by int64) error {
 	if err := s.check(); err != nil {
 		return err
 	}
@@ -132,7 +135,7 @@ func (s *Store) coalesced(ctx context.Context, l store.LeaseRef, confirm bool) e
 	if !ok {
 		return store.ErrLeaseLost
 	}
-	return s.leases.Do(ctx, lease{id: []byte(l.ID), token: tok, confirm: confirm})
+	return s.leases.Do(ctx, lease{id: []byte(l.ID), token: tok, confirm: confirm, by: by})
 }
 
 // Extend implements store.Store: one statement. by is rounded up to the

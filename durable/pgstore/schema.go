@@ -11,7 +11,7 @@ import (
 // SchemaVersion is the version of the tables this package reads and
 // writes. New migrates older tables to it (unless WithoutMigrate) and
 // refuses newer ones (ErrSchemaTooNew).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // The objects of a schema, shared by all the queues in it.
 const (
@@ -119,6 +119,19 @@ var migrations = [][]string{
 	queue  text    PRIMARY KEY,
 	paused boolean NOT NULL
 )`,
+	},
+	// Version 4: a message's Kind, MaxAttempts and Timeout (store.Message).
+	// The kind is bytea, as the ID is, so that any UTF-8 makes one (text
+	// refuses NUL, and converts to a database of another encoding); the
+	// timeout is in nanoseconds, to keep it whole. Each column's default is
+	// a constant: adding it rewrites no row (PostgreSQL 11 and later), and
+	// the rows written before read as zero values: no kind, the queue's
+	// attempts, no timeout. No index changes.
+	{
+		`ALTER TABLE {T}
+	ADD COLUMN IF NOT EXISTS kind         bytea   NOT NULL DEFAULT '',
+	ADD COLUMN IF NOT EXISTS max_attempts integer NOT NULL DEFAULT 0,
+	ADD COLUMN IF NOT EXISTS timeout_ns   bigint  NOT NULL DEFAULT 0`,
 	},
 }
 

@@ -107,3 +107,80 @@ func TestSchemaConcurrentNew(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM `+schema+`.timingwheel_schema_version`).Scan(&n))
 	assert.Equal(t, SchemaVersion, n)
 }
+
+// TestSchemaMigratesVersion3 has New migrate tables of version 3 that
+// hold messages: they gain the columns of a message's kind, max attempts
+// and timeout without a rewrite of the table or a change of its indexes,
+// and the messages written before read as zero values in every state.
+func TestSchemaMigratesVersion3(t *testing.T) {
+	pool := testPool(t)
+	schema := "v3_" + freshQueue()
+	n := newNames(schema)
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `CREATE SCHEMA `+n.schema)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, n.expand(versionTableSQL))
+	require.NoError(t, err)
+	for v := range 3 {
+		for _, stmt := range migrations[v] {
+			_, err := tx.Exec(ctx, n.expand(stmt))
+			require.NoError(t, err, stmt)
+		}
+		_, err = tx.Exec(ctx, n.expand(recordVersionSQL), v+1)
+		require.NoError(t, err)
+	}
+	// A message of each state, as version 3 wrote them.
+	_, err = tx.Exec(ctx, n.expand(`INSERT INTO {T} (queue, id, payload, state, due, seq, deadline, died_at, attempt, token, enqueued_at)
+		VALUES ('q', 'pending', 'p', 1, now() - interval '1 hour', nextval({SEQ}), NULL, NULL, 0, 0, now()),
+			('q', 'inflight', 'p', 2, now(), nextval({SEQ}), now() + interval '1 hour', NULL, 1, nextval({TOK}), now()),
+			('q', 'dead', 'p', 3, now(), nextval({SEQ}), NULL, now(), 1, nextval({TOK}), now())`))
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+
+	_, err = New(ctx, pool, "q", WithSchema(schema), WithoutMigrate())
+	require.ErrorIs(t, err, ErrSchemaTooOld, "version 3 without migrating")
+	indexes := func() []string {
+		var defs []string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT array_agg(indexdef ORDER BY indexname) FROM pg_indexes
+			WHERE schemaname = $1 AND tablename = $2`, schema, messagesTable).Scan(&defs))
+		return defs
+	}
+	file := func() (f uint32) {
+		require.NoError(t, pool.QueryRow(ctx, `SELECT relfilenode FROM pg_class WHERE oid = $1::regclass`, n.messages).Scan(&f))
+		return f
+	}
+	indexesBefore, fileBefore := indexes(), file()
+
+	s := openStore(t, pool, "q", WithSchema(schema))
+	assert.Equal(t, indexesBefore, indexes(), "the indexes are those of version 3")
+	assert.Equal(t, fileBefore, file(), "the table is not rewritten")
+	var v int
+	require.NoError(t, pool.QueryRow(ctx, n.expand(`SELECT max(version) FROM {V}`)).Scan(&v))
+	assert.Equal(t, SchemaVersion, v)
+
+	zero := func(what string, kind string, maxAttempts int, timeout time.Duration) {
+		t.Helper()
+		assert.Empty(t, kind, "%s: Kind", what)
+		assert.Zero(t, maxAttempts, "%s: MaxAttempts", what)
+		assert.Zero(t, timeout, "%s: Timeout", what)
+	}
+	for _, id := range []string{"pending", "inflight", "dead"} {
+		info := getInfo(t, s, id)
+		zero(id, info.Kind, info.MaxAttempts, info.Timeout)
+	}
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 10, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 1)
+	l := c.Leases[0]
+	assert.Equal(t, "pending", l.ID)
+	zero("claimed", l.Kind, l.MaxAttempts, l.Timeout)
+	require.NoError(t, s.Confirm(ctx, store.ConfirmParams{Lease: l.Ref(), By: time.Hour}))
+	require.NoError(t, s.Ack(ctx, l.Ref()))
+
+	// Written from now on, with them.
+	m := durable.Message{ID: "pending", Kind: "k", Payload: []byte("p"), MaxAttempts: 3, Timeout: time.Second + 1}
+	require.NoError(t, s.Enqueue(ctx, []durable.Message{m}))
+	info := getInfo(t, s, "pending")
+	assert.Equal(t, []any{m.Kind, m.MaxAttempts, m.Timeout}, []any{info.Kind, info.MaxAttempts, info.Timeout})
+}

@@ -51,14 +51,18 @@ func (d *Dashboard) requeue(w http.ResponseWriter, r *http.Request) {
 	redirect(w, "message", url.Values{"id": {id}, "done": {"requeued"}})
 }
 
-// requeueAll brings back every dead message whose ID starts with the
-// form's prefix (the dead list's filter, which the form carries: all of
+// requeueAll brings back every dead message the form's filter keeps (the
+// dead list's, by ID prefix and by kind, which the form carries: all of
 // them without one), paging through the dead letters once: a message
 // that dies meanwhile may or may not be included. It goes back to the
 // dead list with the same filter.
 func (d *Dashboard) requeueAll(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	prefix := r.PostForm.Get("prefix")
+	f, err := filterOf(r.PostForm)
+	if err != nil {
+		d.fail(w, r, http.StatusBadRequest, "Requeue all refused: "+err.Error())
+		return
+	}
 	n, cursor := 0, ""
 	for {
 		infos, next, err := d.q.List(ctx, durable.Dead, cursor, 100)
@@ -67,7 +71,7 @@ func (d *Dashboard) requeueAll(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, in := range infos {
-			if !strings.HasPrefix(in.ID, prefix) {
+			if !f.match(in) {
 				continue
 			}
 			err := d.q.Requeue(ctx, in.ID, time.Time{})
@@ -85,10 +89,9 @@ func (d *Dashboard) requeueAll(w http.ResponseWriter, r *http.Request) {
 		}
 		cursor = next
 	}
-	back := url.Values{"n": {strconv.Itoa(n)}, "done": {"requeued-all"}}
-	if prefix != "" {
-		back.Set("prefix", prefix)
-	}
+	back := f.values()
+	back.Set("n", strconv.Itoa(n))
+	back.Set("done", "requeued-all")
 	redirect(w, "dead", back)
 }
 

@@ -311,9 +311,10 @@ func screenshot(t *testing.T, b *browser, d *Dashboard, q *durable.Queue, root, 
 	t.Logf("wrote %s (%d bytes)", path, len(png))
 }
 
-// TestKindsInABrowser: a kind's link leads to the list of that kind, the
-// filter's form filters by kind or by none, and "requeue all" on a list
-// filtered by kind asks about those and requeues those.
+// TestKindsInABrowser: the overview's counts by kind and a list's kinds
+// lead to the lists of a kind, the filter's form filters by kind or by
+// none, and "requeue all" on a list filtered by kind asks about those
+// and requeues those.
 func TestKindsInABrowser(t *testing.T) {
 	b := newBrowser(t)
 	b.accept.Store(true)
@@ -331,11 +332,20 @@ func TestKindsInABrowser(t *testing.T) {
 	root := srv.URL + "/queue/"
 	listed := `Array.from(document.querySelectorAll('td a.id')).map(a => a.textContent)`
 
-	// A kind's link lists its kind.
-	b.do(t, chromedp.Navigate(root+"dead"), chromedp.WaitVisible(chromedp.CSS("table.list")))
-	b.navigates(t, chromedp.Click(chromedp.CSS(`td a.kind[href^="dead?kind=email"]`)))
+	// The overview's counts, and a kind's link.
+	b.do(t, chromedp.Navigate(root), chromedp.WaitVisible(chromedp.CSS(`section[data-kinds="dead"]`)))
+	rows := eval[[]string](t, b, `Array.from(document.querySelectorAll('section[data-kinds="dead"] tbody tr')).map(tr => tr.innerText.replace(/\s+/g, ' ').trim())`)
+	assert.Equal(t, []string{"email 2", "none 1", "sms 1", `\u202e` + evilImg + " 1"}, rows)
+	b.nothingRan(t)
+	b.navigates(t, chromedp.Click(chromedp.CSS(`section[data-kinds="dead"] a[href="dead?kind=email"]`)))
 	assert.Equal(t, []string{"mail-1", "mail-2"}, eval[[]string](t, b, listed))
 	assert.Equal(t, "email", eval[string](t, b, `document.querySelector('input[name="kind"]').value`))
+
+	// A list's kind links to the list of that kind.
+	b.do(t, chromedp.Navigate(root+"dead?prefix=text-"), chromedp.WaitVisible(chromedp.CSS("table.list")))
+	b.navigates(t, chromedp.Click(chromedp.CSS(`td a.kind`)))
+	assert.Equal(t, []string{"text-1"}, eval[[]string](t, b, listed))
+	assert.Equal(t, "sms", eval[string](t, b, `document.querySelector('input[name="kind"]').value`))
 
 	// The form: by kind, then without a kind.
 	b.do(t, chromedp.Navigate(root+"dead"), chromedp.WaitVisible(chromedp.CSS("form.filter")))

@@ -1,13 +1,15 @@
 // Package durableweb serves a web dashboard of a durable.Queue: counts of
 // pending, in-flight and dead messages and how they moved over the last
-// hour, the throughput and lateness an Observer saw, each state's
-// messages as a list paged with the queue's cursors and filtered by ID
-// prefix, by kind (or those without one), or both, each message with its
-// kind, payload, and its own max attempts and timeout when it has them,
-// and actions on them (requeue, cancel, enqueue; "requeue all dead"
-// requeues those the dead list's filter shows) and on the queue (pause
-// and resume, see durable.Queue.Pause; a badge in the header says when
-// it is paused) unless the dashboard is ReadOnly.
+// hour, the pending and dead messages counted by kind (the 20 largest
+// kinds of each; bounded, see WithKindCounts), the throughput and
+// lateness an Observer saw, each state's messages as a list paged with
+// the queue's cursors and filtered by ID prefix, by kind (or those
+// without one), or both, each message with its kind, payload, and its
+// own max attempts and timeout when it has them, and actions on them
+// (requeue, cancel, enqueue; "requeue all dead" requeues those the dead
+// list's filter shows) and on the queue (pause and resume, see
+// durable.Queue.Pause; a badge in the header says when it is paused)
+// unless the dashboard is ReadOnly.
 //
 // Mount it under any prefix of a service's mux:
 //

@@ -266,6 +266,146 @@ func TestMessagePageShowsKindAndLimits(t *testing.T) {
 	assert.NotContains(t, body, "Timeout")
 }
 
+// kindTable returns the overview's counts of a state by kind: the text of
+// each row's cells.
+func kindTable(t *testing.T, body, state string) [][2]string {
+	t.Helper()
+	start := strings.Index(body, `<section class="kinds" data-kinds="`+state+`">`)
+	require.GreaterOrEqual(t, start, 0, "a section for %s", state)
+	sec := body[start:]
+	sec = sec[:strings.Index(sec, "</section>")]
+	var out [][2]string
+	tags := regexp.MustCompile(`<[^>]+>`)
+	for _, m := range regexp.MustCompile(`(?s)<tr(?: class="others")?><td[^>]*>(.*?)</td><td[^>]*>(.*?)</td></tr>`).FindAllStringSubmatch(sec, -1) {
+		out = append(out, [2]string{tags.ReplaceAllString(m[1], ""), m[2]})
+	}
+	return out
+}
+
+// kindNote returns the note under a state's counts by kind.
+func kindNote(t *testing.T, body, state string) string {
+	t.Helper()
+	start := strings.Index(body, `<section class="kinds" data-kinds="`+state+`">`)
+	require.GreaterOrEqual(t, start, 0, "a section for %s", state)
+	m := regexp.MustCompile(`<p class="small" data-kinds-note>([^<]*)</p>`).FindStringSubmatch(body[start:])
+	require.NotNil(t, m)
+	return m[1]
+}
+
+// The overview counts the pending and the dead messages by kind: the 20
+// largest of each, then the others together, each linked to its list.
+func TestOverviewCountsByKind(t *testing.T) {
+	q := newQueue(t, durable.WithMaxAttempts(1))
+	ctx := context.Background()
+	killMessage(t, q, durable.Message{ID: "d1", Kind: "report"}, "boom")
+	killMessage(t, q, durable.Message{ID: "d2", Kind: "report"}, "boom")
+	killMessage(t, q, durable.Message{ID: "d3"}, "boom")
+	later := time.Now().Add(time.Hour)
+	var msgs []durable.Message
+	add := func(kind string, n int) {
+		for range n {
+			msgs = append(msgs, durable.Message{ID: fmt.Sprintf("p%d", len(msgs)), Kind: kind, Due: later})
+		}
+	}
+	add("email", 30)
+	add("", 4)
+	add("sms", 4)
+	for i := range 20 { // k00 to k19: one each
+		add(fmt.Sprintf("k%02d", i), 1)
+	}
+	require.NoError(t, q.Enqueue(ctx, msgs...))
+	_, srv := newDashboard(t, q)
+	resp, body := get(t, srv, "/queue/")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, body, "<h2>By kind</h2>")
+
+	want := [][2]string{{"email", "30"}, {"none", "4"}, {"sms", "4"}}
+	for i := range 17 {
+		want = append(want, [2]string{fmt.Sprintf("k%02d", i), "1"})
+	}
+	want = append(want, [2]string{"3 other kinds", "3"})
+	assert.Equal(t, want, kindTable(t, body, "pending"), "20 kinds, largest first (then by name), and the others")
+	assert.Equal(t, "Counted all 58 pending messages.", kindNote(t, body, "pending"))
+	assert.Equal(t, [][2]string{{"report", "2"}, {"none", "1"}}, kindTable(t, body, "dead"))
+	assert.Equal(t, "Counted all 3 dead messages.", kindNote(t, body, "dead"))
+	assert.Contains(t, body, `<a class="kind" href="pending?kind=email">email</a>`)
+	assert.Contains(t, body, `<a class="nokind" href="pending?nokind=1">none</a>`)
+	assert.Contains(t, body, `<a class="kind" href="dead?kind=report">report</a>`)
+	assert.NotContains(t, body, "in-flight?kind", "in flight is not counted")
+}
+
+// Without any kind, the overview says so in a line.
+func TestOverviewWithoutKinds(t *testing.T) {
+	q := newQueue(t)
+	require.NoError(t, q.Enqueue(context.Background(), durable.Message{ID: "p1", Due: time.Now().Add(time.Hour)}))
+	_, srv := newDashboard(t, q)
+	_, body := get(t, srv, "/queue/")
+	assert.Contains(t, body, "<h2>By kind</h2>")
+	assert.NotContains(t, body, `<section class="kinds"`)
+	assert.Contains(t, body, "No message counted has a kind. Counted the one pending message. No dead messages.")
+}
+
+// The counts by kind read at most WithKindCounts messages of each state,
+// and say so; WithKindCounts(0) turns them off.
+func TestKindCountsAreBounded(t *testing.T) {
+	q := newQueue(t)
+	ctx := context.Background()
+	base := time.Now().Add(time.Hour)
+	var msgs []durable.Message
+	for i := range 12 {
+		kind := "early"
+		if i >= 5 {
+			kind = "late"
+		}
+		msgs = append(msgs, durable.Message{ID: fmt.Sprintf("p%02d", i), Kind: kind, Due: base.Add(time.Duration(i) * time.Second)})
+	}
+	require.NoError(t, q.Enqueue(ctx, msgs...))
+
+	_, srv := newDashboard(t, q, WithKindCounts(5))
+	_, body := get(t, srv, "/queue/")
+	assert.Equal(t, [][2]string{{"early", "5"}}, kindTable(t, body, "pending"), "the first 5, in due order")
+	assert.Equal(t, "Counted the first 5 of 12 pending messages (in due order): the count stops at 5 messages or 32 MiB of payloads, whichever comes first.",
+		kindNote(t, body, "pending"))
+
+	_, srv = newDashboard(t, q, WithKindCounts(0))
+	_, body = get(t, srv, "/queue/")
+	assert.NotContains(t, body, "By kind")
+
+	_, srv = newDashboard(t, q, WithKindCounts(-1))
+	_, body = get(t, srv, "/queue/")
+	assert.NotContains(t, body, "By kind")
+
+	_, srv = newDashboard(t, q)
+	_, body = get(t, srv, "/queue/")
+	assert.Equal(t, "Counted all 12 pending messages.", kindNote(t, body, "pending"), "10,000 by default")
+	assert.Equal(t, 10_000, defaultConfig().kindCount, "WithKindCounts' doc")
+	assert.Equal(t, 32<<20, defaultConfig().kindBytes, "WithKindCounts' doc")
+}
+
+// The count also stops after kindBytes of payloads, at the end of a page.
+func TestKindCountsStopAfterTheirBytes(t *testing.T) {
+	q := newQueue(t, durable.WithMaxAttempts(1))
+	ctx := context.Background()
+	killMessage(t, q, durable.Message{ID: "d0", Kind: "x", Payload: make([]byte, 10)}, "boom")
+	killMessage(t, q, durable.Message{ID: "d1", Kind: "x", Payload: make([]byte, 10)}, "boom")
+	base := time.Now().Add(time.Hour)
+	var msgs []durable.Message
+	for i := range 2*kindPage + 1 {
+		msgs = append(msgs, durable.Message{ID: fmt.Sprintf("p%03d", i), Kind: "x", Payload: make([]byte, 10), Due: base.Add(time.Duration(i) * time.Millisecond)})
+	}
+	require.NoError(t, q.Enqueue(ctx, msgs...))
+	d := New(q)
+	defer d.Close()
+	kc := d.countKinds(ctx, durable.Pending, len(msgs), defaultKindCount, 10*kindPage+1)
+	assert.Equal(t, 2*kindPage, kc.Read, "stopped after the page that passed the bound")
+	assert.False(t, kc.Complete)
+	assert.Equal(t, []kindCount{{"x", 2 * kindPage}}, kc.Top)
+	assert.Equal(t, "Counted the first 200 of 201 pending messages (in due order): the count stops at 10,000 messages or 1,001 bytes of payloads, whichever comes first.", kc.Note())
+	kc = d.countKinds(ctx, durable.Dead, 2, defaultKindCount, 1)
+	assert.True(t, kc.Complete, "the first page was the last")
+	assert.Equal(t, "Counted all 2 dead messages.", kc.Note())
+}
+
 // Kinds are producers' texts: escaped in every page, their invisible
 // characters shown.
 func TestKindsAreEscaped(t *testing.T) {
@@ -277,7 +417,7 @@ func TestKindsAreEscaped(t *testing.T) {
 		durable.Message{ID: "p1", Kind: evilImg, Due: time.Now().Add(time.Hour)},
 		durable.Message{ID: "p2", Kind: bidi + "\x1b[31m", Due: time.Now().Add(time.Hour)}))
 	_, srv := newDashboard(t, q)
-	for _, path := range []string{"/queue/pending", "/queue/dead", "/queue/message?id=p1", "/queue/message?id=d1",
+	for _, path := range []string{"/queue/", "/queue/pending", "/queue/dead", "/queue/message?id=p1", "/queue/message?id=d1",
 		"/queue/pending?kind=" + url.QueryEscape(evilImg), "/queue/dead?kind=" + url.QueryEscape(evilImg),
 		"/queue/dead?done=requeued-all&n=1&kind=" + url.QueryEscape(evilScript)} {
 		resp, body := get(t, srv, path)
@@ -289,7 +429,7 @@ func TestKindsAreEscaped(t *testing.T) {
 		assert.NotContains(t, body, "\u202e", path)
 		assert.NotContains(t, body, "\x1b", path)
 	}
-	for _, path := range []string{"/queue/pending", "/queue/message?id=p2"} {
+	for _, path := range []string{"/queue/", "/queue/pending", "/queue/message?id=p2"} {
 		_, body := get(t, srv, path)
 		assert.Contains(t, body, `\u202egnp.exe\x1b[31m`, path, "shown as escapes")
 	}

@@ -11,6 +11,7 @@ import (
 	"log"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -114,6 +115,14 @@ type overviewData struct {
 	// for a store that keeps no series.
 	Schedules    []durable.ScheduleInfo
 	SchedulesErr string
+	// Kinds are the pending and the dead messages counted by kind (see
+	// countKinds); none if WithKindCounts turned them off.
+	Kinds []kindCounts
+}
+
+// HasKinds reports whether a message counted has a kind.
+func (od overviewData) HasKinds() bool {
+	return slices.ContainsFunc(od.Kinds, kindCounts.HasKinds)
 }
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
@@ -132,6 +141,12 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		od.SchedulesErr = describe(err)
 	default:
 		od.Schedules = series
+	}
+	if d.cfg.kindCount > 0 {
+		od.Kinds = []kindCounts{
+			d.countKinds(r.Context(), durable.Pending, v.Stats.Pending, d.cfg.kindCount, d.cfg.kindBytes),
+			d.countKinds(r.Context(), durable.Dead, v.Stats.Dead, d.cfg.kindCount, d.cfg.kindBytes),
+		}
 	}
 	v.Data = od
 	d.render(w, http.StatusOK, "overview", v)

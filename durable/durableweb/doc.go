@@ -6,10 +6,11 @@
 // the queue's cursors and filtered by ID prefix, by kind (or those
 // without one), or both, each message with its kind, payload, and its
 // own max attempts and timeout when it has them, and actions on them
-// (requeue, cancel, enqueue; "requeue all dead" requeues those the dead
-// list's filter shows) and on the queue (pause and resume, see
-// durable.Queue.Pause; a badge in the header says when it is paused)
-// unless the dashboard is ReadOnly.
+// (requeue, cancel, enqueue with a kind, max attempts and timeout, or
+// replace, the form showing the message's; "requeue all dead" requeues
+// those the dead list's filter shows) and on the queue (pause and
+// resume, see durable.Queue.Pause; a badge in the header says when it is
+// paused) unless the dashboard is ReadOnly.
 //
 // Mount it under any prefix of a service's mux:
 //

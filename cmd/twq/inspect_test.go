@@ -42,8 +42,8 @@ func TestList(t *testing.T) {
 		r := twq(t, b.queue, "list", "pending").ok(t)
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 		require.Len(t, lines, 3, r.stdout)
-		assert.Regexp(t, `^ID\s+WHEN\s+ATTEMPT\s+LAST ERROR\s+PAYLOAD$`, lines[0])
-		assert.Regexp(t, `^"p1"\s`, lines[1])
+		assert.Regexp(t, `^ID\s+KIND\s+WHEN\s+ATTEMPT\s+LAST ERROR\s+PAYLOAD$`, lines[0])
+		assert.Regexp(t, `^"p1"\s+-\s`, lines[1], "no kind")
 		assert.Regexp(t, `^"p2"\s`, lines[2])
 
 		var page listJSON

@@ -1,8 +1,8 @@
 // Command twq inspects and repairs a durable queue (package durable) kept
 // in a file, on Redis, on PostgreSQL (durable/pgstore) or on MySQL
-// (durable/mysqlstore): stats, get, list
-// by state, dead letters, requeue, cancel, enqueue; and serve, a web
-// dashboard of the queue (package durableweb).
+// (durable/mysqlstore): stats, get, list by state (and by kind), dead
+// letters, requeue, cancel, enqueue; and serve, a web dashboard of the
+// queue (package durableweb).
 //
 //	twq [-json] [-timeout D] <queue> <command> [args]
 //

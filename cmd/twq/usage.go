@@ -29,10 +29,15 @@ Read-only commands (they write nothing, to the file, to Redis or to PostgreSQL, 
 connections are then read-only):
   stats                                 counts of pending, in-flight and dead messages, next due time
   dead [-limit N]                       dead letters, oldest death first (default limit 20)
-  get ID                                one message, whatever its state
-  list pending|in-flight|dead [-limit N] [-cursor C]
-                                        one page of messages in a state (default limit 20);
-                                        the next page's cursor is printed after it
+  get ID                                one message, whatever its state: its kind, state,
+                                        attempts, max attempts (the queue's unless its own),
+                                        timeout of each attempt (none unless set), times, payload
+  list pending|in-flight|dead [-limit N] [-cursor C] [-kind K]
+                                        one page of messages in a state (default limit 20),
+                                        with their kind; the next page's cursor is printed
+                                        after it. -kind K shows only those of kind K (-kind ''
+                                        those without one), reading at most 5000 messages a page
+                                        to find them (it says how many it read)
   schedules                             the series of Queue.Schedule, by name: the last time
                                         enqueued and the next
 
@@ -79,11 +84,12 @@ The dashboard:
 Flags (before <queue>, or after the command):
   -json        print JSON: one object for stats, get, requeue, cancel, enqueue, pause and resume;
                an array for dead and schedules, and an object {"messages": [...], "next_cursor": "..."} for list
+               (with "scanned", how many messages were read, after -kind)
   -timeout D   how long to wait for the queue file's lock, or for Redis or PostgreSQL to answer
                (default 2s)
 
-IDs, payloads and error texts are printed escaped: control characters (C0, ESC, DEL, C1) and
-bytes that are not UTF-8 show as \x1b, \n, \u009b, \xff, never raw (in JSON, as \u escapes).
+IDs, kinds, payloads and error texts are printed escaped: control characters (C0, ESC, DEL,
+C1) and bytes that are not UTF-8 show as \x1b, \n, \u009b, \xff, never raw (in JSON, as \u escapes).
 TIME is RFC 3339 (2026-11-24T03:00:00Z), DURATION a Go duration (90s, 5m, 1h30m).
 Exit status: 0 done, 1 failed (one line on stderr says why), 2 wrong command line.
 `

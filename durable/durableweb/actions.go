@@ -51,14 +51,18 @@ func (d *Dashboard) requeue(w http.ResponseWriter, r *http.Request) {
 	redirect(w, "message", url.Values{"id": {id}, "done": {"requeued"}})
 }
 
-// requeueAll brings back every dead message whose ID starts with the
-// form's prefix (the dead list's filter, which the form carries: all of
+// requeueAll brings back every dead message the form's filter keeps (the
+// dead list's, by ID prefix and by kind, which the form carries: all of
 // them without one), paging through the dead letters once: a message
 // that dies meanwhile may or may not be included. It goes back to the
 // dead list with the same filter.
 func (d *Dashboard) requeueAll(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	prefix := r.PostForm.Get("prefix")
+	f, err := filterOf(r.PostForm)
+	if err != nil {
+		d.fail(w, r, http.StatusBadRequest, "Requeue all refused: "+err.Error())
+		return
+	}
 	n, cursor := 0, ""
 	for {
 		infos, next, err := d.q.List(ctx, durable.Dead, cursor, 100)
@@ -67,7 +71,7 @@ func (d *Dashboard) requeueAll(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, in := range infos {
-			if !strings.HasPrefix(in.ID, prefix) {
+			if !f.match(in) {
 				continue
 			}
 			err := d.q.Requeue(ctx, in.ID, time.Time{})
@@ -85,10 +89,9 @@ func (d *Dashboard) requeueAll(w http.ResponseWriter, r *http.Request) {
 		}
 		cursor = next
 	}
-	back := url.Values{"n": {strconv.Itoa(n)}, "done": {"requeued-all"}}
-	if prefix != "" {
-		back.Set("prefix", prefix)
-	}
+	back := f.values()
+	back.Set("n", strconv.Itoa(n))
+	back.Set("done", "requeued-all")
 	redirect(w, "dead", back)
 }
 
@@ -120,9 +123,15 @@ func (d *Dashboard) enqueue(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
+	maxAttempts, timeout, err := parseLimits(f.Get("max_attempts"), f.Get("timeout"))
+	if err != nil {
+		d.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
 	// Browsers send a textarea's line ends as CRLF.
 	payload := strings.ReplaceAll(f.Get("payload"), "\r\n", "\n")
-	m := durable.Message{ID: f.Get("id"), Payload: []byte(payload), Due: due}
+	m := durable.Message{ID: f.Get("id"), Kind: f.Get("kind"), Payload: []byte(payload), Due: due,
+		MaxAttempts: maxAttempts, Timeout: timeout}
 	if err := d.q.Enqueue(r.Context(), m); err != nil {
 		d.actionError(w, r, "Enqueue failed", err)
 		return
@@ -164,4 +173,24 @@ func parseDue(s string, now time.Time) (time.Time, error) {
 		return t, nil
 	}
 	return time.Time{}, fmt.Errorf("the due time %q is neither a duration (90s, 5m, 1h30m) nor an RFC 3339 time (2026-11-24T03:00:00Z)", s)
+}
+
+// parseLimits reads the enqueue form's max attempts (empty or 0 for the
+// queue's) and timeout (empty or 0 for none, else a Go duration).
+func parseLimits(attempts, timeout string) (int, time.Duration, error) {
+	var n int
+	if s := strings.TrimSpace(attempts); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 0 {
+			return 0, 0, fmt.Errorf("the max attempts %q is not a whole number of 0 or more (0 or empty: the queue's)", attempts)
+		}
+	}
+	var d time.Duration
+	if s := strings.TrimSpace(timeout); s != "" && s != "0" {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil || d < 0 {
+			return 0, 0, fmt.Errorf("the timeout %q is not a duration of 0 or more (30s, 5m; empty: none)", timeout)
+		}
+	}
+	return n, d, nil
 }

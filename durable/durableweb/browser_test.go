@@ -310,3 +310,70 @@ func screenshot(t *testing.T, b *browser, d *Dashboard, q *durable.Queue, root, 
 	require.NoError(t, os.WriteFile(path, png, 0o644))
 	t.Logf("wrote %s (%d bytes)", path, len(png))
 }
+
+// TestKindsInABrowser: the overview's counts by kind and a list's kinds
+// lead to the lists of a kind, the filter's form filters by kind or by
+// none, and "requeue all" on a list filtered by kind asks about those
+// and requeues those.
+func TestKindsInABrowser(t *testing.T) {
+	b := newBrowser(t)
+	b.accept.Store(true)
+	q := newQueue(t, durable.WithMaxAttempts(1))
+	ctx := context.Background()
+	const evilKind = "\u202e" + evilImg
+	for _, m := range []durable.Message{
+		{ID: "mail-1", Kind: "email"}, {ID: "text-1", Kind: "sms"}, {ID: "mail-2", Kind: "email"},
+		{ID: "plain-1"}, {ID: "evil-1", Kind: evilKind},
+	} {
+		killMessage(t, q, m, "boom")
+	}
+	require.NoError(t, q.Enqueue(ctx, durable.Message{ID: "later", Kind: "email", Due: time.Now().Add(time.Hour)}))
+	_, srv := newDashboard(t, q)
+	root := srv.URL + "/queue/"
+	listed := `Array.from(document.querySelectorAll('td a.id')).map(a => a.textContent)`
+
+	// The overview's counts, and a kind's link.
+	b.do(t, chromedp.Navigate(root), chromedp.WaitVisible(chromedp.CSS(`section[data-kinds="dead"]`)))
+	rows := eval[[]string](t, b, `Array.from(document.querySelectorAll('section[data-kinds="dead"] tbody tr')).map(tr => tr.innerText.replace(/\s+/g, ' ').trim())`)
+	assert.Equal(t, []string{"email 2", "none 1", "sms 1", `\u202e` + evilImg + " 1"}, rows)
+	b.nothingRan(t)
+	b.navigates(t, chromedp.Click(chromedp.CSS(`section[data-kinds="dead"] a[href="dead?kind=email"]`)))
+	assert.Equal(t, []string{"mail-1", "mail-2"}, eval[[]string](t, b, listed))
+	assert.Equal(t, "email", eval[string](t, b, `document.querySelector('input[name="kind"]').value`))
+
+	// A list's kind links to the list of that kind.
+	b.do(t, chromedp.Navigate(root+"dead?prefix=text-"), chromedp.WaitVisible(chromedp.CSS("table.list")))
+	b.navigates(t, chromedp.Click(chromedp.CSS(`td a.kind`)))
+	assert.Equal(t, []string{"text-1"}, eval[[]string](t, b, listed))
+	assert.Equal(t, "sms", eval[string](t, b, `document.querySelector('input[name="kind"]').value`))
+
+	// The form: by kind, then without a kind.
+	b.do(t, chromedp.Navigate(root+"dead"), chromedp.WaitVisible(chromedp.CSS("form.filter")))
+	b.navigates(t, chromedp.SendKeys(chromedp.CSS(`input[name="kind"]`), "sms"), chromedp.Submit(chromedp.CSS(`input[name="kind"]`)))
+	assert.Equal(t, []string{"text-1"}, eval[[]string](t, b, listed))
+	b.do(t, chromedp.Navigate(root+"dead"), chromedp.WaitVisible(chromedp.CSS("form.filter")))
+	b.navigates(t, chromedp.Click(chromedp.CSS(`input[name="nokind"]`)), chromedp.Submit(chromedp.CSS(`input[name="kind"]`)))
+	assert.Equal(t, []string{"plain-1"}, eval[[]string](t, b, listed))
+	assert.True(t, eval[bool](t, b, `document.querySelector('input[name="nokind"]').checked`))
+
+	// The producer's kind shows as text, its bidi override as an escape.
+	b.do(t, chromedp.Navigate(root+"message?id=evil-1"), chromedp.WaitVisible(chromedp.CSS(`[data-field="kind"]`)))
+	assert.Equal(t, `\u202e`+evilImg, eval[string](t, b, `document.querySelector('[data-field="kind"]').textContent`))
+	b.navigates(t, chromedp.Click(chromedp.CSS(`[data-field="kind"] a`)))
+	assert.Equal(t, []string{"evil-1"}, eval[[]string](t, b, listed), "its link lists its kind")
+	b.nothingRan(t)
+
+	// Requeue all of a kind.
+	b.do(t, chromedp.Navigate(root+"dead?kind=email"), chromedp.WaitVisible(chromedp.CSS(`form[action="requeue-all"] button`)))
+	assert.Equal(t, "Requeue all dead of kind “email”", eval[string](t, b, `document.querySelector('form[action="requeue-all"] button').textContent`))
+	b.navigates(t, chromedp.Click(chromedp.CSS(`form[action="requeue-all"] button`)))
+	assert.Contains(t, b.questions(), "Requeue every dead message of kind “email”?")
+	assert.Equal(t, `Requeued 2 dead messages of kind "email": they are pending, due now.`, eval[string](t, b, `document.querySelector('p.flash').textContent`))
+	assert.Equal(t, "email", eval[string](t, b, `document.querySelector('input[name="kind"]').value`), "back on the same filter")
+	for id, want := range map[string]durable.State{"mail-1": durable.Pending, "mail-2": durable.Pending, "text-1": durable.Dead, "plain-1": durable.Dead, "evil-1": durable.Dead} {
+		info, err := q.Get(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, want, info.State, id)
+	}
+	b.nothingRan(t)
+}

@@ -228,7 +228,7 @@ func TestListPagesWithCursorsAndPrefix(t *testing.T) {
 		var got []string
 		cursor := ""
 		for range 20 {
-			infos, next, _, err := d.page(ctx, durable.Pending, "a-", cursor, limit)
+			infos, next, _, err := d.page(ctx, durable.Pending, filter{Prefix: "a-"}, cursor, limit)
 			require.NoError(t, err)
 			assert.LessOrEqual(t, len(infos), limit)
 			for _, in := range infos {

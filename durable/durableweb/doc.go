@@ -1,11 +1,16 @@
 // Package durableweb serves a web dashboard of a durable.Queue: counts of
 // pending, in-flight and dead messages and how they moved over the last
-// hour, the throughput and lateness an Observer saw, each state's messages
-// as a list paged with the queue's cursors and filtered by ID prefix, each
-// message with its payload, and actions on them (requeue, cancel, enqueue;
-// "requeue all dead" requeues those the dead list's ID filter shows)
-// and on the queue (pause and resume, see durable.Queue.Pause; a badge in
-// the header says when it is paused) unless the dashboard is ReadOnly.
+// hour, the pending and dead messages counted by kind (the 20 largest
+// kinds of each; bounded, see WithKindCounts), the throughput and
+// lateness an Observer saw, each state's messages as a list paged with
+// the queue's cursors and filtered by ID prefix, by kind (or those
+// without one), or both, each message with its kind, payload, and its
+// own max attempts and timeout when it has them, and actions on them
+// (requeue, cancel, enqueue with a kind, max attempts and timeout, or
+// replace, the form showing the message's; "requeue all dead" requeues
+// those the dead list's filter shows) and on the queue (pause and
+// resume, see durable.Queue.Pause; a badge in the header says when it is
+// paused) unless the dashboard is ReadOnly.
 //
 // Mount it under any prefix of a service's mux:
 //
@@ -18,15 +23,16 @@
 //
 // # Safety
 //
-// Every payload, ID and error text is escaped by html/template, and every
-// response carries a Content-Security-Policy that allows only the
-// dashboard's own script and style sheet, with X-Content-Type-Options:
-// nosniff, Referrer-Policy: same-origin (no-referrer would make browsers
-// send "Origin: null" with the forms) and no framing. Actions are POSTs
-// only (a GET never changes anything), each form carries a token the
-// handler checks, and the handler refuses cross-origin requests (by
-// Sec-Fetch-Site, and an Origin whose host is not the request's Host, and
-// with net/http's CrossOriginProtection; see WithTrustedOrigins). The
-// handler authenticates nobody: put it behind the service's own
-// authentication, or use ReadOnly.
+// Every payload, ID, kind and error text is escaped by html/template (a
+// kind's control and format characters, such as the bidi overrides, show
+// as \u escapes), and every response carries a Content-Security-Policy
+// that allows only the dashboard's own script and style sheet, with
+// X-Content-Type-Options: nosniff, Referrer-Policy: same-origin
+// (no-referrer would make browsers send "Origin: null" with the forms)
+// and no framing. Actions are POSTs only (a GET never changes anything),
+// each form carries a token the handler checks, and the handler refuses
+// cross-origin requests (by Sec-Fetch-Site, and an Origin whose host is
+// not the request's Host, and with net/http's CrossOriginProtection; see
+// WithTrustedOrigins). The handler authenticates nobody: put it behind
+// the service's own authentication, or use ReadOnly.
 package durableweb

@@ -17,6 +17,11 @@ type config struct {
 	observer *Observer
 	pageSize int
 	trusted  map[string]bool
+	// kindCount and kindBytes bound the overview's count by kind: how
+	// many messages, and bytes of their payloads, it reads of each state
+	// (no count if kindCount is 0).
+	kindCount int
+	kindBytes int
 }
 
 func defaultConfig() config {
@@ -25,6 +30,9 @@ func defaultConfig() config {
 		history:  time.Hour,
 		ctx:      context.Background(),
 		pageSize: 25,
+
+		kindCount: defaultKindCount,
+		kindBytes: defaultKindBytes,
 	}
 }
 
@@ -75,4 +83,14 @@ func WithTrustedOrigins(origins ...string) Option {
 			c.trusted[strings.TrimSuffix(o, "/")] = true
 		}
 	}
+}
+
+// WithKindCounts bounds the overview's counts of the pending and the dead
+// messages by kind, which it makes at each load by reading the messages
+// with Queue.List (no store counts them by kind): it reads at most n
+// messages of each state (10,000 by default), and stops after 32 MiB of
+// their payloads, then says the counts are of the messages read. An n of
+// 0 or less turns the counts off: for a store whose List is costly.
+func WithKindCounts(n int) Option {
+	return func(c *config) { c.kindCount = max(n, 0) }
 }

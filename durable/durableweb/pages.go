@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"log"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +32,8 @@ var pages = func() map[string]*template.Template {
 		"short":    short,
 		"duration": showDuration,
 		"title":    stateTitle,
+		"visible":  visible,
+		"maxScan":  func() int { return maxScan },
 	}
 	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html"))
 	m := make(map[string]*template.Template)
@@ -111,6 +115,14 @@ type overviewData struct {
 	// for a store that keeps no series.
 	Schedules    []durable.ScheduleInfo
 	SchedulesErr string
+	// Kinds are the pending and the dead messages counted by kind (see
+	// countKinds); none if WithKindCounts turned them off.
+	Kinds []kindCounts
+}
+
+// HasKinds reports whether a message counted has a kind.
+func (od overviewData) HasKinds() bool {
+	return slices.ContainsFunc(od.Kinds, kindCounts.HasKinds)
 }
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
@@ -130,6 +142,12 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	default:
 		od.Schedules = series
 	}
+	if d.cfg.kindCount > 0 {
+		od.Kinds = []kindCounts{
+			d.countKinds(r.Context(), durable.Pending, v.Stats.Pending, d.cfg.kindCount, d.cfg.kindBytes),
+			d.countKinds(r.Context(), durable.Dead, v.Stats.Dead, d.cfg.kindCount, d.cfg.kindBytes),
+		}
+	}
 	v.Data = od
 	d.render(w, http.StatusOK, "overview", v)
 }
@@ -137,23 +155,23 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 // listData is a list page's.
 type listData struct {
 	State   string
-	Prefix  string
+	Filter  filter
 	Cursor  string
 	Next    string
 	Limit   int
 	Items   []durable.Info
-	Scanned int  // messages read to fill the page with a prefix
+	Scanned int  // messages read to fill the page with a filter
 	Partial bool // the scan stopped before the page was full
 	Err     string
 }
 
-// maxScan bounds how many messages a list page reads to find those of a
-// prefix.
+// maxScan bounds how many messages a list page reads to find those its
+// filter keeps.
 const maxScan = 5000
 
 func (d *Dashboard) list(w http.ResponseWriter, r *http.Request, s durable.State) {
 	q := r.URL.Query()
-	ld := listData{State: s.String(), Prefix: q.Get("prefix"), Cursor: q.Get("cursor"), Limit: d.cfg.pageSize}
+	ld := listData{State: s.String(), Cursor: q.Get("cursor"), Limit: d.cfg.pageSize}
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 {
 		ld.Limit = min(n, 500)
 	}
@@ -161,11 +179,14 @@ func (d *Dashboard) list(w http.ResponseWriter, r *http.Request, s durable.State
 	v.Flash = flash(q)
 	status := http.StatusOK
 	var err error
-	ld.Items, ld.Next, ld.Scanned, err = d.page(r.Context(), s, ld.Prefix, ld.Cursor, ld.Limit)
+	ld.Filter, err = filterOf(q)
+	if err == nil {
+		ld.Items, ld.Next, ld.Scanned, err = d.page(r.Context(), s, ld.Filter, ld.Cursor, ld.Limit)
+	}
 	if err != nil {
 		ld.Err = describe(err)
 		status = http.StatusBadRequest
-		if !errors.Is(err, durable.ErrInvalidCursor) {
+		if !errors.Is(err, durable.ErrInvalidCursor) && !errors.Is(err, errKindAndNoKind) {
 			status = http.StatusServiceUnavailable
 		}
 	}
@@ -174,13 +195,13 @@ func (d *Dashboard) list(w http.ResponseWriter, r *http.Request, s durable.State
 	d.render(w, status, "list", v)
 }
 
-// page returns up to limit messages in state s whose ID starts with
-// prefix, after cursor, the cursor of the next page, and how many
-// messages it read. With a prefix it reads pages of the remaining limit,
-// so that the cursor of the last page it read is the right one to go on
-// from, and stops after maxScan messages.
-func (d *Dashboard) page(ctx context.Context, s durable.State, prefix, cursor string, limit int) ([]durable.Info, string, int, error) {
-	if prefix == "" {
+// page returns up to limit messages in state s that f keeps, after
+// cursor, the cursor of the next page, and how many messages it read.
+// With a filter it reads pages of the remaining limit, so that the
+// cursor of the last page it read is the right one to go on from, and
+// stops after maxScan messages.
+func (d *Dashboard) page(ctx context.Context, s durable.State, f filter, cursor string, limit int) ([]durable.Info, string, int, error) {
+	if !f.Any() {
 		infos, next, err := d.q.List(ctx, s, cursor, limit)
 		return infos, next, len(infos), err
 	}
@@ -193,7 +214,7 @@ func (d *Dashboard) page(ctx context.Context, s durable.State, prefix, cursor st
 		}
 		scanned += len(infos)
 		for _, in := range infos {
-			if strings.HasPrefix(in.ID, prefix) {
+			if f.match(in) {
 				out = append(out, in)
 			}
 		}
@@ -240,8 +261,11 @@ func (d *Dashboard) message(w http.ResponseWriter, r *http.Request) {
 // newData is the enqueue form's.
 type newData struct {
 	ID, Payload, Due string
-	Replace          bool
-	Binary           bool // the message replaced has a payload the form cannot show
+	// Kind, MaxAttempts and Timeout are the message's: "" for none (the
+	// queue's MaxAttempts, no timeout).
+	Kind, MaxAttempts, Timeout string
+	Replace                    bool
+	Binary                     bool // the message replaced has a payload the form cannot show
 }
 
 func (d *Dashboard) enqueueForm(w http.ResponseWriter, r *http.Request) {
@@ -256,6 +280,13 @@ func (d *Dashboard) enqueueForm(w http.ResponseWriter, r *http.Request) {
 			nd.Replace = true
 			if !info.Due.IsZero() {
 				nd.Due = info.Due.UTC().Format(time.RFC3339Nano)
+			}
+			nd.Kind = info.Kind
+			if info.MaxAttempts > 0 {
+				nd.MaxAttempts = strconv.Itoa(info.MaxAttempts)
+			}
+			if info.Timeout > 0 {
+				nd.Timeout = info.Timeout.String()
 			}
 			if pv := showPayload(info.Payload); pv.Kind == "hex" {
 				nd.Binary = true
@@ -282,7 +313,7 @@ func stateTitle(s string) string {
 }
 
 // flash is the line a page shows after an action redirected to it.
-func flash(q map[string][]string) string {
+func flash(q url.Values) string {
 	get := func(k string) string {
 		if v := q[k]; len(v) > 0 {
 			return v[0]
@@ -294,8 +325,9 @@ func flash(q map[string][]string) string {
 	case "requeued":
 		return fmt.Sprintf("Requeued %q: it is pending, due now.", id)
 	case "requeued-all":
-		if p := get("prefix"); p != "" {
-			return fmt.Sprintf("Requeued %s dead messages with an ID starting with %q: they are pending, due now.", get("n"), p)
+		f, _ := filterOf(q)
+		if what := f.describe(goQuote); what != "" {
+			return fmt.Sprintf("Requeued %s dead messages %s: they are pending, due now.", get("n"), what)
 		}
 		return fmt.Sprintf("Requeued %s dead messages: they are pending, due now.", get("n"))
 	case "cancelled":

@@ -23,7 +23,8 @@ import (
 //     itself, so that a pause committed before it holds.
 //   - leaseSQL makes them in flight, each with the lease computed here,
 //     in one place, from the peek's now: ready is the later of its due
-//     time and now, the deadline ready plus the lease, held whether it is
+//     time and now, the deadline ready plus the lease (HeldLease beyond
+//     the first Limit-Held, if positive), held whether it is
 //     due after now or beyond what may be handed out, its token greater
 //     than any it had, its seq its place in the claim.
 
@@ -71,7 +72,8 @@ type pendingEntry struct {
 
 // Claim implements store.Store: one statement on an idle queue, and a
 // transaction of two more when something is due. A p.Limit above MaxClaim
-// is cut to it; the lease and the horizon are rounded up to the
+// is cut to it; the leases (p.Lease, and p.HeldLease for those beyond the
+// first p.Limit-p.Held) and the horizon are rounded up to the
 // microsecond. A Claim also stops at about 4 MiB of payloads, leasing the
 // message that would take it over only if it is the first.
 //
@@ -94,7 +96,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, 
 		cut := false
 		if !pk.paused && limit > 0 && len(pk.pending) > 0 && !pk.pending[0].due.After(horizon) {
 			err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
-				leases, cut, err = s.lease(ctx, tx, pk.now, horizon, limit, handOut, p.Lease)
+				leases, cut, err = s.lease(ctx, tx, pk.now, horizon, limit, handOut, p.Lease, p.HeldLease)
 				return err
 			})
 			if err != nil {
@@ -138,9 +140,10 @@ func (s *Store) peek(ctx context.Context, n int) (peek, error) {
 }
 
 // lease locks and leases, in tx, up to limit messages due by horizon, of
-// which up to handOut are handed out, with leases of lease from now.
+// which up to handOut are handed out, with leases of lease after their
+// ready time; those beyond the first handOut, of heldLease if positive.
 func (s *Store) lease(ctx context.Context, tx *sql.Tx, now, horizon time.Time, limit, handOut int,
-	lease time.Duration) (leases []store.Lease, cut bool, err error) {
+	lease, heldLease time.Duration) (leases []store.Lease, cut bool, err error) {
 	rows, err := tx.QueryContext(ctx, expand(lockSQL), s.queue, datetime(horizon), s.queue, limit)
 	if err != nil {
 		return nil, false, err
@@ -148,7 +151,7 @@ func (s *Store) lease(ctx context.Context, tx *sql.Tx, now, horizon time.Time, l
 	defer rows.Close()
 	size := 0
 	seq := seqOf(now)
-	leaseUS := time.Duration(micros(lease)) * time.Microsecond
+	leaseUS, heldUS := time.Duration(micros(lease))*time.Microsecond, time.Duration(micros(heldLease))*time.Microsecond
 	for rows.Next() {
 		var (
 			id, payload, lastError []byte
@@ -171,6 +174,9 @@ func (s *Store) lease(ctx context.Context, tx *sql.Tx, now, horizon time.Time, l
 			LastError: string(lastError),
 		}
 		l.Deadline = l.Ready.Add(leaseUS)
+		if heldLease > 0 && len(leases) >= handOut {
+			l.Deadline = l.Ready.Add(heldUS) // held for later
+		}
 		l.Ahead = l.Due.After(now) || len(leases) >= handOut
 		leases = append(leases, l)
 	}

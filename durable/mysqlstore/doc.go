@@ -86,7 +86,8 @@
 //     transaction (one commit) for up to 500 of both kinds, which locks
 //     their rows in ID order and reads their tokens, then deletes and
 //     confirms them with one statement each, as a group commit does. Each
-//     call gets its own outcome.
+//     call gets its own outcome. A Confirm's By moves the lease's deadline
+//     in the statement that confirms it (in a batch, a value of its row).
 //   - AdvanceSeries: one transaction that locks the series' row.
 //   - Get, Expired, List, Stats, Series, ListSeries: one statement each;
 //     Stats counts the queue's entries of each state, O(n).

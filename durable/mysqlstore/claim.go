@@ -43,7 +43,7 @@ ORDER BY p.ts, p.seq`
 // skipping those others hold, unless the queue is paused.
 //
 //	queue, horizon, queue, limit
-const lockSQL = `SELECT id, US(ts), payload, attempt, token, last_error FROM {T}
+const lockSQL = `SELECT id, US(ts), kind, payload, max_attempts, timeout_ns, attempt, token, last_error FROM {T}
 WHERE queue = ? AND state = 1 AND ts <= ?
 	AND NOT EXISTS (SELECT 1 FROM {Q} q WHERE q.queue = ? AND q.paused = 1)
 ORDER BY ts, seq LIMIT ? FOR UPDATE SKIP LOCKED`
@@ -154,12 +154,12 @@ func (s *Store) lease(ctx context.Context, tx *sql.Tx, now, horizon time.Time, l
 	leaseUS, heldUS := time.Duration(micros(lease))*time.Microsecond, time.Duration(micros(heldLease))*time.Microsecond
 	for rows.Next() {
 		var (
-			id, payload, lastError []byte
-			due                    int64
-			attempt                int
-			token                  uint64
+			id, kind, payload, lastError []byte
+			due, timeout                 int64
+			maxAttempts, attempt         int
+			token                        uint64
 		)
-		if err := rows.Scan(&id, &due, &payload, &attempt, &token, &lastError); err != nil {
+		if err := rows.Scan(&id, &due, &kind, &payload, &maxAttempts, &timeout, &attempt, &token, &lastError); err != nil {
 			return nil, false, err
 		}
 		if size += len(payload); len(leases) > 0 && size > maxClaimBytes {
@@ -167,7 +167,8 @@ func (s *Store) lease(ctx context.Context, tx *sql.Tx, now, horizon time.Time, l
 			continue
 		}
 		l := store.Lease{
-			Message:   store.Message{ID: string(id), Payload: payload, Due: instant(due)},
+			Message: store.Message{ID: string(id), Kind: string(kind), Payload: payload, Due: instant(due),
+				MaxAttempts: maxAttempts, Timeout: time.Duration(timeout)},
 			Attempt:   attempt + 1,
 			Token:     max(token+1, seq+uint64(len(leases))),
 			Ready:     laterOf(instant(due), now),

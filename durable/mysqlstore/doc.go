@@ -29,16 +29,17 @@
 //	timingwheel_schema_version  the versions of the schema applied
 //
 // A message's row holds its payload (MEDIUMBLOB), its ID (VARBINARY, so
-// that any bytes make an ID), its state (1 pending, 2 in flight, 3 dead),
-// ts, the instant its state orders by (its due time, lease deadline or
-// time of death: DATETIME(6) in UTC), seq, which orders equal instants by
-// the order of the writes, its attempt number and fencing token, whether
-// its lease was claimed ahead and not confirmed yet (held), its last error
-// text and when it was first enqueued. MySQL has no partial indexes: one
-// index, (queue, state, ts, seq), holds each state's order, and claims,
-// reaps, List and the lookups of the earliest due time and deadline are
-// range scans of it, O(log n) plus what they return, whatever the other
-// queues and states hold.
+// that any bytes make an ID), its Kind, MaxAttempts and Timeout (kind,
+// max_attempts and timeout_ns, in nanoseconds; empty and 0 for none), its
+// state (1 pending, 2 in flight, 3 dead), ts, the instant its state orders
+// by (its due time, lease deadline or time of death: DATETIME(6) in UTC),
+// seq, which orders equal instants by the order of the writes, its attempt
+// number and fencing token, whether its lease was claimed ahead and not
+// confirmed yet (held), its last error text and when it was first
+// enqueued. MySQL has no partial indexes: one index, (queue, state, ts,
+// seq), holds each state's order, and claims, reaps, List and the lookups
+// of the earliest due time and deadline are range scans of it, O(log n)
+// plus what they return, whatever the other queues and states hold.
 //
 // There are no sequences in MySQL: a seq is the database's clock, in
 // microseconds since 2000, times 4096, plus the row's place in its call,
@@ -53,6 +54,10 @@
 // their own migrations (then give New WithoutMigrate). New migrates older
 // tables under an advisory lock (GET_LOCK), so that processes that start
 // together migrate once, and refuses newer ones (ErrSchemaTooNew).
+// Version 2 added kind, max_attempts and timeout_ns to the messages'
+// table: one ALTER TABLE, which adds them in place without copying the
+// table (ALGORITHM=INSTANT on MariaDB 10.3+ and MySQL 8.0.12+); the rows
+// written before read as messages without them.
 //
 // # Statements
 //

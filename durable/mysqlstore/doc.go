@@ -103,7 +103,8 @@
 // due time or a deadline with now reads UTC_TIMESTAMP(6), the statement's
 // start, and Claimed.Now and ExpiredLeases.Now are that reading. A Claim
 // computes its leases' ready times and deadlines once, from the now of
-// its peek, in Go, and writes them as they are returned. A client whose
+// the statement that locks their rows (that of its peek when it leases
+// nothing), in Go, and writes them as they are returned. A client whose
 // clock is ahead cannot have a message claimed early, and the Queue
 // converts the database's instants to its own clock. Instants cross the
 // driver as UTC text (a due time rounded up to the microsecond) and as

@@ -18,30 +18,42 @@ import (
 // is one transaction that locks its rows in ID order (so that two batches
 // never wait for each other in a cycle), reads their tokens, and deletes
 // the acked and confirms the others, whatever their number, in two
-// statements more.
+// statements more. A confirmation's By (store.ConfirmParams) moves its
+// lease's deadline in the statement that confirms it, a value of its row
+// in a batch.
 
 // ackSQL deletes the message of a current lease.
 //
 //	queue, id, token
 const ackSQL = `DELETE FROM {T} WHERE queue = ? AND id = ? AND token = ? AND state = 2`
 
-// confirmSQL hands out a lease claimed ahead, unless the queue is paused.
+// confirmSQL hands out a current lease, unless it is held (claimed ahead,
+// not confirmed yet) and the queue paused; with by (µs) above 0 it moves
+// the deadline to by from now, as extendSQL does, and otherwise it
+// changes only a held lease.
 //
-//	queue, id, token, queue
-const confirmSQL = `UPDATE {T} SET held = 0 WHERE queue = ? AND id = ? AND token = ? AND state = 2 AND held = 1
-	AND NOT EXISTS (SELECT 1 FROM {Q} q WHERE q.queue = ? AND q.paused = 1)`
+//	by, by, by, queue, id, token, by, queue
+const confirmSQL = `UPDATE {T} SET held = 0,
+	ts = IF(? > 0, {NOW} + INTERVAL ? MICROSECOND, ts), seq = IF(? > 0, {SEQ}, seq)
+WHERE queue = ? AND id = ? AND token = ? AND state = 2 AND (held = 1 OR ? > 0)
+	AND (held = 0 OR NOT EXISTS (SELECT 1 FROM {Q} q WHERE q.queue = ? AND q.paused = 1))`
 
 // lockLeasesSQL locks the rows of the IDs that follow, in ID order, and
 // reads their leases and whether the queue is paused.
 const lockLeasesSQL = `SELECT id, token, state, held, EXISTS (SELECT 1 FROM {Q} q WHERE q.queue = ? AND q.paused = 1)
 FROM {T} WHERE queue = ? AND id IN (%s) ORDER BY id FOR UPDATE`
 
-// deleteSQL and unholdSQL ack and confirm the rows of the IDs that
-// follow, locked by lockLeasesSQL.
-const (
-	deleteSQL = `DELETE FROM {T} WHERE queue = ? AND id IN (%s)`
-	unholdSQL = `UPDATE {T} SET held = 0 WHERE queue = ? AND id IN (%s)`
-)
+// deleteSQL acks the rows of the IDs that follow, locked by
+// lockLeasesSQL.
+const deleteSQL = `DELETE FROM {T} WHERE queue = ? AND id IN (%s)`
+
+// unholdSQL confirms the rows that follow, locked by lockLeasesSQL, and
+// moves the deadline of those whose by (µs) is above 0 to by from now,
+// each with its own seq (the statement's plus its place). Each row: id,
+// by, place.
+const unholdSQL = `UPDATE {T} t JOIN (%s) v ON t.queue = ? AND t.id = v.id
+SET t.held = 0, t.ts = IF(v.by_us > 0, {NOW} + INTERVAL v.by_us MICROSECOND, t.ts),
+	t.seq = IF(v.by_us > 0, {SEQ} + v.place, t.seq)`
 
 // maxBatch bounds the calls of one batch.
 const maxBatch = 500
@@ -50,6 +62,9 @@ const maxBatch = 500
 type leaseCall struct {
 	store.LeaseRef
 	confirm bool
+	// by is a confirmation's ConfirmParams.By in microseconds, rounded
+	// up: 0 keeps the deadline.
+	by int64
 }
 
 func (l leaseCall) op() string {
@@ -60,16 +75,18 @@ func (l leaseCall) op() string {
 }
 
 // Confirm implements store.Store: one statement, shared with the acks
-// and confirmations of other goroutines under way at the same time.
-func (s *Store) Confirm(ctx context.Context, l store.LeaseRef) error {
-	return s.coalesced(ctx, leaseCall{l, true})
+// and confirmations of other goroutines under way at the same time. With
+// p.By, that statement also moves the deadline to p.By (rounded up to the
+// microsecond) from the database's now.
+func (s *Store) Confirm(ctx context.Context, p store.ConfirmParams) error {
+	return s.coalesced(ctx, leaseCall{LeaseRef: p.Lease, confirm: true, by: micros(max(p.By, 0))})
 }
 
 // Ack implements store.Store: one statement, which deletes the row,
 // shared with the acks and confirmations of other goroutines under way at
 // the same time.
 func (s *Store) Ack(ctx context.Context, l store.LeaseRef) error {
-	return s.coalesced(ctx, leaseCall{l, false})
+	return s.coalesced(ctx, leaseCall{LeaseRef: l})
 }
 
 func (s *Store) coalesced(ctx context.Context, l leaseCall) error {
@@ -120,15 +137,17 @@ func (s *Store) one(ctx context.Context, l leaseCall) error {
 	if !l.confirm {
 		return ended(s.db.ExecContext(ctx, expand(ackSQL), s.queue, []byte(l.ID), l.Token))
 	}
-	r, err := s.db.ExecContext(ctx, expand(confirmSQL), s.queue, []byte(l.ID), l.Token, s.queue)
+	r, err := s.db.ExecContext(ctx, expand(confirmSQL), l.by, l.by, l.by, s.queue, []byte(l.ID), l.Token, l.by, s.queue)
 	if err != nil {
 		return err
 	}
 	if n, err := r.RowsAffected(); err != nil || n > 0 {
 		return err
 	}
-	// Not held (confirmed already, or handed out by its claim), paused,
-	// or lost.
+	// Not held (confirmed already, or handed out by its claim) with no by
+	// to move the deadline, paused, or lost; or, with by, a deadline and
+	// seq written again to the same microsecond (the server counts the
+	// rows changed, not those found).
 	held, paused, err := s.current(ctx, s.db, l.LeaseRef)
 	switch {
 	case err != nil:
@@ -137,6 +156,8 @@ func (s *Store) one(ctx context.Context, l leaseCall) error {
 		return store.ErrPaused
 	case held:
 		return s.one(ctx, l) // resumed meanwhile
+	case l.by > 0:
+		return s.one(ctx, l) // a later microsecond changes it
 	}
 	return nil
 }
@@ -174,7 +195,8 @@ func (s *Store) many(ctx context.Context, tx *sql.Tx, batch []*coalesce.Call[lea
 	}
 	rows.Close()
 	outcome := make(map[string]error, len(batch))
-	var acks, confirms [][]byte
+	var acks [][]byte
+	var confirms []leaseCall
 	for _, c := range batch {
 		r, ok := found[c.Arg.ID]
 		switch {
@@ -184,19 +206,28 @@ func (s *Store) many(ctx context.Context, tx *sql.Tx, batch []*coalesce.Call[lea
 			acks = append(acks, []byte(c.Arg.ID))
 		case r.held && r.paused:
 			outcome[c.Arg.ID] = store.ErrPaused
-		case r.held:
-			confirms = append(confirms, []byte(c.Arg.ID))
+		case r.held || c.Arg.by > 0:
+			confirms = append(confirms, c.Arg)
 		}
 	}
-	for _, w := range []struct {
-		sql string
-		ids [][]byte
-	}{{deleteSQL, acks}, {unholdSQL, confirms}} {
-		if len(w.ids) == 0 {
-			continue
+	if len(acks) > 0 {
+		q := expand(strings.Replace(deleteSQL, "%s", placeholders(len(acks)), 1))
+		if _, err := tx.ExecContext(ctx, q, append([]any{s.queue}, asArgs(acks)...)...); err != nil {
+			return nil, err
 		}
-		q := expand(strings.Replace(w.sql, "%s", placeholders(len(w.ids)), 1))
-		if _, err := tx.ExecContext(ctx, q, append([]any{s.queue}, asArgs(w.ids)...)...); err != nil {
+	}
+	if len(confirms) > 0 {
+		var v strings.Builder
+		args := make([]any, 0, 3*len(confirms)+1)
+		for i, c := range confirms {
+			if i > 0 {
+				v.WriteString(" UNION ALL ")
+			}
+			v.WriteString("SELECT ? AS id, ? AS by_us, ? AS place")
+			args = append(args, []byte(c.ID), c.by, i)
+		}
+		args = append(args, s.queue)
+		if _, err := tx.ExecContext(ctx, expand(strings.Replace(unholdSQL, "%s", v.String(), 1)), args...); err != nil {
 			return nil, err
 		}
 	}

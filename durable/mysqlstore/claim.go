@@ -20,10 +20,16 @@ import (
 //     peek's now), FOR UPDATE SKIP LOCKED in the order of the index
 //     timingwheel_order, so that concurrent claims take different
 //     messages and never wait for each other; it checks the paused flag
-//     itself, so that a pause committed before it holds.
+//     itself, so that a pause committed before it holds. It reads the
+//     database's now again, the claim's now from then on: a lease is
+//     not shortened by the time between the two statements, however
+//     long on a loaded server, and the Claimed.Now of a claim that
+//     leased is never before the deadline of a lease it took over (the
+//     reap of that lease came between them).
 //   - leaseSQL makes them in flight, each with the lease computed here,
-//     in one place, from the peek's now: ready is the later of its due
-//     time and now, the deadline ready plus the lease, held whether it is
+//     in one place, from the lock's now: ready is the later of its due
+//     time and now, the deadline ready plus the lease (HeldLease beyond
+//     the first Limit-Held, if positive), held whether it is
 //     due after now or beyond what may be handed out, its token greater
 //     than any it had, its seq its place in the claim.
 
@@ -39,10 +45,11 @@ LEFT JOIN (SELECT x.id, x.ts, x.seq FROM {T} x WHERE x.queue = ? AND x.state = 1
 ORDER BY p.ts, p.seq`
 
 // lockSQL locks up to ? pending messages due by ?, earliest first,
-// skipping those others hold, unless the queue is paused.
+// skipping those others hold, unless the queue is paused; each row with
+// the database's now.
 //
 //	queue, horizon, queue, limit
-const lockSQL = `SELECT id, US(ts), payload, attempt, token, last_error FROM {T}
+const lockSQL = `SELECT US({NOW}), id, US(ts), kind, payload, max_attempts, timeout_ns, attempt, token, last_error FROM {T}
 WHERE queue = ? AND state = 1 AND ts <= ?
 	AND NOT EXISTS (SELECT 1 FROM {Q} q WHERE q.queue = ? AND q.paused = 1)
 ORDER BY ts, seq LIMIT ? FOR UPDATE SKIP LOCKED`
@@ -71,7 +78,8 @@ type pendingEntry struct {
 
 // Claim implements store.Store: one statement on an idle queue, and a
 // transaction of two more when something is due. A p.Limit above MaxClaim
-// is cut to it; the lease and the horizon are rounded up to the
+// is cut to it; the leases (p.Lease, and p.HeldLease for those beyond the
+// first p.Limit-p.Held) and the horizon are rounded up to the
 // microsecond. A Claim also stops at about 4 MiB of payloads, leasing the
 // message that would take it over only if it is the first.
 //
@@ -90,16 +98,22 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, 
 			return err
 		}
 		horizon := pk.now.Add(time.Duration(micros(max(p.Ahead, 0))) * time.Microsecond)
-		var leases []store.Lease
-		cut := false
+		var (
+			leases []store.Lease
+			now    time.Time
+			cut    bool
+		)
 		if !pk.paused && limit > 0 && len(pk.pending) > 0 && !pk.pending[0].due.After(horizon) {
 			err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
-				leases, cut, err = s.lease(ctx, tx, pk.now, horizon, limit, handOut, p.Lease)
+				leases, now, cut, err = s.lease(ctx, tx, horizon, limit, handOut, p.Lease, p.HeldLease)
 				return err
 			})
 			if err != nil {
 				return err
 			}
+		}
+		if len(leases) > 0 {
+			pk.now = now // the lock's, which the leases are from
 		}
 		c = hints(pk, leases, horizon, cut, limit)
 		return nil
@@ -138,48 +152,60 @@ func (s *Store) peek(ctx context.Context, n int) (peek, error) {
 }
 
 // lease locks and leases, in tx, up to limit messages due by horizon, of
-// which up to handOut are handed out, with leases of lease from now.
-func (s *Store) lease(ctx context.Context, tx *sql.Tx, now, horizon time.Time, limit, handOut int,
-	lease time.Duration) (leases []store.Lease, cut bool, err error) {
+// which up to handOut are handed out, with leases of lease after their
+// ready time; those beyond the first handOut, of heldLease if positive.
+// It returns the database's now at the lock, which the leases are from
+// (the zero time if it locked nothing).
+func (s *Store) lease(ctx context.Context, tx *sql.Tx, horizon time.Time, limit, handOut int,
+	lease, heldLease time.Duration) (leases []store.Lease, now time.Time, cut bool, err error) {
 	rows, err := tx.QueryContext(ctx, expand(lockSQL), s.queue, datetime(horizon), s.queue, limit)
 	if err != nil {
-		return nil, false, err
+		return nil, now, false, err
 	}
 	defer rows.Close()
 	size := 0
-	seq := seqOf(now)
-	leaseUS := time.Duration(micros(lease)) * time.Microsecond
+	var seq uint64
+	leaseUS, heldUS := time.Duration(micros(lease))*time.Microsecond, time.Duration(micros(heldLease))*time.Microsecond
 	for rows.Next() {
 		var (
-			id, payload, lastError []byte
-			due                    int64
-			attempt                int
-			token                  uint64
+			id, kind, payload, lastError []byte
+			lockNow, due, timeout        int64
+			maxAttempts, attempt         int
+			token                        uint64
 		)
-		if err := rows.Scan(&id, &due, &payload, &attempt, &token, &lastError); err != nil {
-			return nil, false, err
+		if err := rows.Scan(&lockNow, &id, &due, &kind, &payload, &maxAttempts, &timeout, &attempt, &token,
+			&lastError); err != nil {
+			return nil, now, false, err
+		}
+		if now.IsZero() {
+			now = instant(lockNow) // the statement's, the same in every row
+			seq = seqOf(now)
 		}
 		if size += len(payload); len(leases) > 0 && size > maxClaimBytes {
 			cut = true // left pending, unlocked at the commit
 			continue
 		}
 		l := store.Lease{
-			Message:   store.Message{ID: string(id), Payload: payload, Due: instant(due)},
+			Message: store.Message{ID: string(id), Kind: string(kind), Payload: payload, Due: instant(due),
+				MaxAttempts: maxAttempts, Timeout: time.Duration(timeout)},
 			Attempt:   attempt + 1,
 			Token:     max(token+1, seq+uint64(len(leases))),
 			Ready:     laterOf(instant(due), now),
 			LastError: string(lastError),
 		}
 		l.Deadline = l.Ready.Add(leaseUS)
+		if heldLease > 0 && len(leases) >= handOut {
+			l.Deadline = l.Ready.Add(heldUS) // held for later
+		}
 		l.Ahead = l.Due.After(now) || len(leases) >= handOut
 		leases = append(leases, l)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, err
+		return nil, now, false, err
 	}
 	rows.Close()
 	if len(leases) == 0 {
-		return nil, cut, nil
+		return nil, now, cut, nil
 	}
 	var v strings.Builder
 	args := make([]any, 0, 5*len(leases)+1)
@@ -193,9 +219,9 @@ func (s *Store) lease(ctx context.Context, tx *sql.Tx, now, horizon time.Time, l
 	}
 	args = append(args, s.queue)
 	if _, err := tx.ExecContext(ctx, expand(strings.Replace(leaseSQL, "%s", v.String(), 1)), args...); err != nil {
-		return nil, false, err
+		return nil, now, false, err
 	}
-	return leases, cut, nil
+	return leases, now, cut, nil
 }
 
 // hints fills in the Claimed of a claim from its peek and its leases.

@@ -29,16 +29,17 @@
 //	timingwheel_schema_version  the versions of the schema applied
 //
 // A message's row holds its payload (MEDIUMBLOB), its ID (VARBINARY, so
-// that any bytes make an ID), its state (1 pending, 2 in flight, 3 dead),
-// ts, the instant its state orders by (its due time, lease deadline or
-// time of death: DATETIME(6) in UTC), seq, which orders equal instants by
-// the order of the writes, its attempt number and fencing token, whether
-// its lease was claimed ahead and not confirmed yet (held), its last error
-// text and when it was first enqueued. MySQL has no partial indexes: one
-// index, (queue, state, ts, seq), holds each state's order, and claims,
-// reaps, List and the lookups of the earliest due time and deadline are
-// range scans of it, O(log n) plus what they return, whatever the other
-// queues and states hold.
+// that any bytes make an ID), its Kind, MaxAttempts and Timeout (kind,
+// max_attempts and timeout_ns, in nanoseconds; empty and 0 for none), its
+// state (1 pending, 2 in flight, 3 dead), ts, the instant its state orders
+// by (its due time, lease deadline or time of death: DATETIME(6) in UTC),
+// seq, which orders equal instants by the order of the writes, its attempt
+// number and fencing token, whether its lease was claimed ahead and not
+// confirmed yet (held), its last error text and when it was first
+// enqueued. MySQL has no partial indexes: one index, (queue, state, ts,
+// seq), holds each state's order, and claims, reaps, List and the lookups
+// of the earliest due time and deadline are range scans of it, O(log n)
+// plus what they return, whatever the other queues and states hold.
 //
 // There are no sequences in MySQL: a seq is the database's clock, in
 // microseconds since 2000, times 4096, plus the row's place in its call,
@@ -53,6 +54,10 @@
 // their own migrations (then give New WithoutMigrate). New migrates older
 // tables under an advisory lock (GET_LOCK), so that processes that start
 // together migrate once, and refuses newer ones (ErrSchemaTooNew).
+// Version 2 added kind, max_attempts and timeout_ns to the messages'
+// table: one ALTER TABLE, which adds them in place without copying the
+// table (ALGORITHM=INSTANT on MariaDB 10.3+ and MySQL 8.0.12+); the rows
+// written before read as messages without them.
 //
 // # Statements
 //
@@ -86,7 +91,8 @@
 //     transaction (one commit) for up to 500 of both kinds, which locks
 //     their rows in ID order and reads their tokens, then deletes and
 //     confirms them with one statement each, as a group commit does. Each
-//     call gets its own outcome.
+//     call gets its own outcome. A Confirm's By moves the lease's deadline
+//     in the statement that confirms it (in a batch, a value of its row).
 //   - AdvanceSeries: one transaction that locks the series' row.
 //   - Get, Expired, List, Stats, Series, ListSeries: one statement each;
 //     Stats counts the queue's entries of each state, O(n).
@@ -97,7 +103,8 @@
 // due time or a deadline with now reads UTC_TIMESTAMP(6), the statement's
 // start, and Claimed.Now and ExpiredLeases.Now are that reading. A Claim
 // computes its leases' ready times and deadlines once, from the now of
-// its peek, in Go, and writes them as they are returned. A client whose
+// the statement that locks their rows (that of its peek when it leases
+// nothing), in Go, and writes them as they are returned. A client whose
 // clock is ahead cannot have a message claimed early, and the Queue
 // converts the database's instants to its own clock. Instants cross the
 // driver as UTC text (a due time rounded up to the microsecond) and as

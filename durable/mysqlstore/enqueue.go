@@ -21,15 +21,20 @@ import (
 // next claim takes a greater one); a lease on it is lost, since it is no
 // longer in flight.
 //
-//	queue, id, payload, due, seq base or NULL, place, seq base or NULL, place
-const enqueueRowSQL = `(?, ?, ?, 1, COALESCE(?, {NOW}), IFNULL(?, {SEQ}) + ?, 0, IFNULL(?, {SEQ}) + ?, 0, '', {NOW})`
+//	queue, id, kind, payload, max attempts, timeout (ns), due,
+//	seq base or NULL, place, seq base or NULL, place
+const enqueueRowSQL = `(?, ?, ?, ?, ?, ?, 1, COALESCE(?, {NOW}), IFNULL(?, {SEQ}) + ?, 0, IFNULL(?, {SEQ}) + ?, 0, '', {NOW})`
 
 // enqueueSQL upserts the rows of enqueueRowSQL that follow it. VALUES()
 // in ON DUPLICATE KEY UPDATE is deprecated in MySQL 8.0.20+ (for a row
 // alias, which MariaDB lacks), and works in both.
-const enqueueSQL = `INSERT INTO {T} (queue, id, payload, state, ts, seq, attempt, token, held, last_error, enqueued_at) VALUES `
+const enqueueSQL = `INSERT INTO {T} (queue, id, kind, payload, max_attempts, timeout_ns, state, ts, seq, attempt, token,
+	held, last_error, enqueued_at) VALUES `
 
-const enqueueUpdateSQL = ` ON DUPLICATE KEY UPDATE payload = VALUES(payload), state = 1, ts = VALUES(ts),
+// enqueueUpdateSQL replaces a message of the same ID: its fields all (a
+// zero Kind, MaxAttempts or Timeout too), and its state.
+const enqueueUpdateSQL = ` ON DUPLICATE KEY UPDATE kind = VALUES(kind), payload = VALUES(payload),
+	max_attempts = VALUES(max_attempts), timeout_ns = VALUES(timeout_ns), state = 1, ts = VALUES(ts),
 	seq = VALUES(seq), attempt = 0, held = 0, last_error = ''`
 
 // seqBaseSQL reads the seq of the statement, for a call of several.
@@ -159,7 +164,7 @@ func (s *Store) enqueue(ctx context.Context, q execer, msgs []store.Message, bas
 func (s *Store) enqueueRows(ctx context.Context, q execer, msgs []store.Message, rows []int, base any) error {
 	var b strings.Builder
 	b.WriteString(enqueueSQL)
-	args := make([]any, 0, 8*len(rows))
+	args := make([]any, 0, 11*len(rows))
 	for k, i := range rows {
 		if k > 0 {
 			b.WriteString(", ")
@@ -170,7 +175,8 @@ func (s *Store) enqueueRows(ctx context.Context, q execer, msgs []store.Message,
 		if payload == nil {
 			payload = []byte{}
 		}
-		args = append(args, s.queue, []byte(m.ID), payload, dueArg(m.Due), base, i, base, i)
+		args = append(args, s.queue, []byte(m.ID), []byte(m.Kind), payload, m.MaxAttempts, int64(m.Timeout),
+			dueArg(m.Due), base, i, base, i)
 	}
 	b.WriteString(enqueueUpdateSQL)
 	_, err := q.ExecContext(ctx, expand(b.String()), args...)

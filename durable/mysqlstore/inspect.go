@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
@@ -13,7 +14,8 @@ import (
 // Reading messages: Get, List and Stats.
 
 // infoColumns are the columns scanInfo reads.
-const infoColumns = `id, payload, state, US(ts), attempt, last_error, US(enqueued_at), seq`
+const infoColumns = `id, kind, payload, max_attempts, timeout_ns, state, US(ts), attempt, last_error,
+	US(enqueued_at), seq`
 
 // getSQL reads one message. queue, id
 const getSQL = `SELECT ` + infoColumns + ` FROM {T} WHERE queue = ? AND id = ?`
@@ -42,18 +44,20 @@ type scanner interface{ Scan(dest ...any) error }
 // scanInfo reads a row of infoColumns, and its position (ts in µs, seq).
 func scanInfo(row scanner) (store.Info, int64, uint64, error) {
 	var (
-		id, payload, lastError []byte
-		state, attempt         int
-		ts, enqueuedAt         int64
-		seq                    uint64
+		id, kind, payload, lastError []byte
+		maxAttempts, state, attempt  int
+		timeout, ts, enqueuedAt      int64
+		seq                          uint64
 	)
-	if err := row.Scan(&id, &payload, &state, &ts, &attempt, &lastError, &enqueuedAt, &seq); err != nil {
+	if err := row.Scan(&id, &kind, &payload, &maxAttempts, &timeout, &state, &ts, &attempt, &lastError,
+		&enqueuedAt, &seq); err != nil {
 		return store.Info{}, 0, 0, err
 	}
 	if payload == nil {
 		payload = []byte{}
 	}
-	info := store.Info{ID: string(id), Payload: payload, State: store.State(state), Attempt: attempt,
+	info := store.Info{ID: string(id), Kind: string(kind), Payload: payload, MaxAttempts: maxAttempts,
+		Timeout: time.Duration(timeout), State: store.State(state), Attempt: attempt,
 		LastError: string(lastError), EnqueuedAt: instant(enqueuedAt)}
 	switch info.State {
 	case store.Pending:

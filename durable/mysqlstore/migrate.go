@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // migrateLock is the name of the server's advisory lock (GET_LOCK) under
@@ -46,7 +48,7 @@ func migrate(ctx context.Context, db *sql.DB, apply bool) error {
 	}
 	for ; v < SchemaVersion; v++ {
 		for _, stmt := range migrations[v] {
-			if _, err := conn.ExecContext(ctx, expand(stmt)); err != nil {
+			if _, err := conn.ExecContext(ctx, expand(stmt)); err != nil && !addedBefore(ctx, conn, v+1, err) {
 				return fmt.Errorf("mysqlstore: migrating to version %d: %w", v+1, err)
 			}
 		}
@@ -55,6 +57,32 @@ func migrate(ctx context.Context, db *sql.DB, apply bool) error {
 		}
 	}
 	return nil
+}
+
+// errDupColumn is ER_DUP_FIELDNAME: an ALTER TABLE adds a column that is
+// there already.
+const errDupColumn = 1060
+
+// addedBefore reports whether err, of a statement of version v, says that
+// it adds a column there already, and every column version v adds
+// (addedColumns) is there: an earlier migration added them and was cut
+// before it recorded v.
+func addedBefore(ctx context.Context, q queryer, v int, err error) bool {
+	var my *mysql.MySQLError
+	cols := addedColumns[v]
+	if !errors.As(err, &my) || my.Number != errDupColumn || len(cols) == 0 {
+		return false
+	}
+	args := []any{messagesTable}
+	for _, c := range cols {
+		args = append(args, c)
+	}
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.columns
+WHERE table_schema = DATABASE() AND table_name = ? AND column_name IN (`+placeholders(len(cols))+`)`, args...).Scan(&n); err != nil {
+		return false
+	}
+	return n == len(cols)
 }
 
 // A queryer runs a query: a *sql.DB, *sql.Conn or *sql.Tx.

@@ -7,8 +7,9 @@ import (
 
 // SchemaVersion is the version of the tables this package reads and
 // writes. New migrates older tables to it (unless WithoutMigrate) and
-// refuses newer ones (ErrSchemaTooNew).
-const SchemaVersion = 1
+// refuses newer ones (ErrSchemaTooNew). Version 2 added each message's
+// kind, max_attempts and timeout_ns.
+const SchemaVersion = 2
 
 // The tables, in the database of the connections, shared by every queue
 // of the database.
@@ -64,7 +65,9 @@ const seqRows = 4096
 // migrations holds the statements of each version: migrations[v-1] takes
 // the tables from version v-1 to v. Every statement may run again (IF NOT
 // EXISTS), so that MigrationSQL's output can be applied by hand over a
-// partial run.
+// partial run; but an ALTER TABLE that adds columns (MySQL has no ADD
+// COLUMN IF NOT EXISTS) answers error 1060, a duplicate column, once it
+// was done: see addedColumns.
 var migrations = [][]string{
 	// Version 1.
 	{
@@ -109,7 +112,27 @@ var migrations = [][]string{
 	paused TINYINT(1)     NOT NULL
 ) ENGINE=InnoDB`,
 	},
+	// Version 2.
+	{
+		// A message's Kind (1 to 128 bytes, '' for none), MaxAttempts (0
+		// for the queue's) and Timeout in nanoseconds (0 for none), which
+		// the rows of version 1 read as their defaults: none. One
+		// statement, so that the three are added together or not at all;
+		// at the end of the table with constant defaults, the server adds
+		// them without copying the table (ALGORITHM=INSTANT on MySQL
+		// 8.0.12 and later and on MariaDB 10.3 and later).
+		`ALTER TABLE {T}
+	ADD COLUMN kind         VARBINARY(128) NOT NULL DEFAULT '',
+	ADD COLUMN max_attempts INT            NOT NULL DEFAULT 0,
+	ADD COLUMN timeout_ns   BIGINT         NOT NULL DEFAULT 0`,
+	},
 }
+
+// addedColumns are the columns of the messages table that each version's
+// ALTER TABLE adds. A migration that finds the columns there (error 1060)
+// takes the ALTER as done if they are all there: done by an earlier run,
+// cut before it recorded its version.
+var addedColumns = map[int][]string{2: {"kind", "max_attempts", "timeout_ns"}}
 
 // versionTableSQL creates the table that records the versions applied.
 const versionTableSQL = `CREATE TABLE IF NOT EXISTS {V} (
@@ -122,8 +145,12 @@ const recordVersionSQL = `INSERT IGNORE INTO {V} (version, applied_at) VALUES (?
 
 // MigrationSQL returns the statements that create the tables of this
 // version of the package (SchemaVersion), for teams that run their own
-// migrations: run them in order and give New WithoutMigrate. Every
-// statement may run again. The application's user needs SELECT, INSERT,
+// migrations: run them in order and give New WithoutMigrate. Tables of an
+// older version take the statements from its INSERT INTO
+// timingwheel_schema_version on (version 2's: an ALTER TABLE that adds
+// three columns). Every statement may run again, but an ALTER TABLE that
+// was done: a second run of it fails with error 1060 (Duplicate column
+// name), and is skipped. The application's user needs SELECT, INSERT,
 // UPDATE and DELETE on the tables.
 func MigrationSQL() []string {
 	out := []string{expand(versionTableSQL)}

@@ -218,6 +218,8 @@ var snippetPrelude = map[string]string{
 	"client": "redis.UniversalClient(nil)",
 	"mux":    "http.NewServeMux()",
 	"body":   "[]byte(nil)",
+	// closeOrder is the application's work on a delivery.
+	"closeOrder": "func(ctx context.Context, id string) error { return nil }",
 }
 
 // wrapBody returns a body or fragment as a main package.

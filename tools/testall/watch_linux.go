@@ -32,19 +32,19 @@ func (w *watcher) how() string { return "the processes under go test, read from 
 
 // start watches the descendants of this process until the returned
 // function is called; that function returns the programs seen, by process
-// name, with their executable's path ("" if unreadable).
+// name, with the path of their program ("" if unreadable).
 func (w *watcher) start(goTest int) func() map[string]string {
-	seen := map[string]string{}
+	sc := &scanner{self: os.Getpid(), goTest: goTest, seen: map[string]string{}}
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
-		tick := time.NewTicker(200 * time.Millisecond)
+		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			scan(goTest, seen)
+			sc.scan()
 			select {
 			case <-done:
-				scan(goTest, seen)
+				sc.scan()
 				return
 			case <-tick.C:
 			}
@@ -53,7 +53,7 @@ func (w *watcher) start(goTest int) func() map[string]string {
 	return func() map[string]string {
 		close(done)
 		<-finished
-		return seen
+		return sc.seen
 	}
 }
 
@@ -64,60 +64,101 @@ type proc struct {
 	ppid  int
 }
 
-// scan records the watched programs among this process's descendants, and
-// reaps the zombies it inherited (not goTest, which os/exec waits for).
-func scan(goTest int, seen map[string]string) {
-	procs := map[int]proc{}
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, path := range dirs {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		f := strings.Fields(s[end+1:])
-		if len(f) < 2 || len(f[0]) == 0 {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
-		ppid, _ := strconv.Atoi(f[1])
-		procs[pid] = proc{comm: s[open+1 : end], state: f[0][0], ppid: ppid}
+// A scanner records the watched programs among this process's
+// descendants, and reaps the zombies it inherits as their subreaper.
+type scanner struct {
+	self, goTest int
+	seen         map[string]string
+	// foreign holds the processes found not to descend from this one:
+	// a process never becomes a descendant, so each is read once (the
+	// cache is dropped now and then, for pids used again).
+	foreign map[int]bool
+	scans   int
+}
+
+func (sc *scanner) scan() {
+	if sc.scans++; sc.scans%50 == 1 {
+		sc.foreign = map[int]bool{}
 	}
-	self := os.Getpid()
+	entries, _ := os.ReadDir("/proc")
+	procs := map[int]proc{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || sc.foreign[pid] {
+			continue
+		}
+		if p, ok := readStat(pid); ok {
+			procs[pid] = p
+		}
+	}
 	for pid, p := range procs {
-		if p.ppid == self && p.state == 'Z' && pid != goTest {
+		if p.ppid == sc.self && p.state == 'Z' && pid != sc.goTest {
 			var ws syscall.WaitStatus
-			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil) // not goTest, which os/exec waits for
 			continue
 		}
-		if !watched(p.comm) || !descends(procs, pid, self) {
+		switch descends(procs, sc.foreign, pid, sc.self) {
+		case no:
+			sc.foreign[pid] = true
+			continue
+		case unknown:
 			continue
 		}
-		if _, ok := seen[p.comm]; ok {
+		if !watched(p.comm) {
 			continue
 		}
-		exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
-		seen[p.comm] = strings.TrimSuffix(exe, " (deleted)")
+		// The program itself, not a wrapper script of that name (Debian's
+		// chromium is a shell script that runs /usr/lib/chromium/chromium).
+		if path, ok := sc.seen[p.comm]; !ok || !strings.HasPrefix(filepath.Base(path), p.comm) {
+			sc.seen[p.comm] = program(pid, p.comm)
+		}
 	}
 }
 
-// descends reports whether pid is a descendant of ancestor.
-func descends(procs map[int]proc, pid, ancestor int) bool {
-	for i := 0; i < 64 && pid > 1; i++ {
+// readStat reads /proc/PID/stat.
+func readStat(pid int) (proc, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return proc{}, false
+	}
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return proc{}, false
+	}
+	f := strings.Fields(s[end+1:])
+	if len(f) < 2 || len(f[0]) == 0 {
+		return proc{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return proc{comm: s[open+1 : end], state: f[0][0], ppid: ppid}, true
+}
+
+type answer int
+
+const (
+	no answer = iota
+	yes
+	unknown // a process of the chain was not read (foreign, or gone meanwhile)
+)
+
+// descends says whether pid descends from ancestor, from procs and the
+// processes known not to.
+func descends(procs map[int]proc, foreign map[int]bool, pid, ancestor int) answer {
+	for i := 0; i < 64; i++ {
+		if pid == ancestor {
+			return yes
+		}
+		if pid <= 1 || foreign[pid] {
+			return no
+		}
 		p, ok := procs[pid]
 		if !ok {
-			return false
-		}
-		if p.ppid == ancestor {
-			return true
+			return unknown
 		}
 		pid = p.ppid
 	}
-	return false
+	return unknown
 }
 
 func watched(comm string) bool {
@@ -129,4 +170,22 @@ func watched(comm string) bool {
 		}
 	}
 	return false
+}
+
+// program returns the path of the program pid runs, named comm: the path
+// it was started by (argv[0], if a path to comm: /usr/bin/redis-server,
+// which is a link to redis-check-rdb on Debian), else its executable, or
+// "" if neither can be read.
+func program(pid int, comm string) string {
+	dir := "/proc/" + strconv.Itoa(pid)
+	if b, err := os.ReadFile(dir + "/cmdline"); err == nil {
+		arg0, _, _ := strings.Cut(string(b), "\x00")
+		arg0, _, _ = strings.Cut(arg0, " ") // a process title: "/usr/bin/redis-server 127.0.0.1:6379"
+		fi, err := os.Stat(arg0)
+		if err == nil && filepath.IsAbs(arg0) && !fi.IsDir() && strings.HasPrefix(filepath.Base(arg0), comm) {
+			return arg0
+		}
+	}
+	exe, _ := os.Readlink(dir + "/exe")
+	return strings.TrimSuffix(exe, " (deleted)")
 }

@@ -9,8 +9,17 @@ import (
 )
 
 // Delivery is a message received from a Queue, leased to its receiver
-// until Deadline. Exactly one of Ack and Retry should follow; Extend
-// lengthens the lease of a long task.
+// until Deadline. Exactly one of Ack, Retry and Settle should follow;
+// Extend lengthens the lease of a long task.
+//
+// The embedded Message carries the message's Kind, MaxAttempts and
+// Timeout as enqueued. A MaxAttempts above 0 replaces the queue's
+// (WithMaxAttempts) in every decision of death: Retry, Run's, and the
+// reap of an expired lease. A Timeout above 0 bounds the attempt: Run's
+// handler gets a ctx that ends Timeout after the hand-out, with
+// context.DeadlineExceeded; a consumer of Receive gets the same ctx from
+// AttemptContext. The lease is not bound to it: a handler that does not
+// return keeps it (see Run).
 type Delivery struct {
 	Message
 	// Attempt is 1 on the first delivery of the message, 2 on the second,
@@ -24,12 +33,13 @@ type Delivery struct {
 	// first attempt.
 	LastError string
 
-	token   uint64
-	q       *Queue
-	dueAt   time.Time // when it may be handed out, on the queue's clock
-	ahead   bool      // claimed ahead or held: to be confirmed before it is handed out
-	held    bool      // claimed held by Run, on a short lease (see HeldLease)
-	revoked bool      // replaced or cancelled while held (under q.mu)
+	token     uint64
+	q         *Queue
+	dueAt     time.Time // when it may be handed out, on the queue's clock
+	handedOut time.Time // when it was, on the queue's clock (see deliver)
+	ahead     bool      // claimed ahead or held: to be confirmed before it is handed out
+	held      bool      // claimed held by Run, on a short lease (see HeldLease)
+	revoked   bool      // replaced or cancelled while held (under q.mu)
 }
 
 func (q *Queue) delivery(storeNow time.Time, l store.Lease) *Delivery {
@@ -72,7 +82,7 @@ func (q *Queue) delivery(storeNow time.Time, l store.Lease) *Delivery {
 func (d *Delivery) Ack(ctx context.Context) error {
 	err := d.q.call(func() error { return d.q.store.Ack(ctx, d.ref()) })
 	d.observeResult(EventAcked, err)
-	d.q.storeError(OpAck, d.ID, d.Attempt, err)
+	d.q.storeError(OpAck, d, err)
 	return err
 }
 
@@ -81,16 +91,17 @@ func (d *Delivery) Ack(ctx context.Context) error {
 func (d *Delivery) observeResult(kind EventKind, err error) {
 	switch {
 	case err == nil:
-		d.q.observe(Event{Kind: kind, ID: d.ID, Attempt: d.Attempt})
+		d.q.observe(Event{Kind: kind, ID: d.ID, MessageKind: d.Kind, Attempt: d.Attempt})
 	case errors.Is(err, ErrLeaseLost):
-		d.q.observe(Event{Kind: EventLeaseLost, ID: d.ID, Attempt: d.Attempt})
+		d.q.observe(Event{Kind: EventLeaseLost, ID: d.ID, MessageKind: d.Kind, Attempt: d.Attempt})
 	}
 }
 
 // Retry reports that this attempt failed. The message is delivered again
 // after the delay after, or, if after is zero or less, after the queue's
 // back-off for this attempt; or it goes to the dead letters if this was
-// its last attempt (WithMaxAttempts). It returns ErrLeaseLost, changing
+// its last attempt (its MaxAttempts, or if it has none the queue's,
+// WithMaxAttempts). It returns ErrLeaseLost, changing
 // nothing, if the lease was lost. The message keeps the LastError it had;
 // RetryWithError replaces it.
 //
@@ -111,28 +122,109 @@ func (d *Delivery) Retry(ctx context.Context, after time.Duration) error {
 // it, cut to MaxErrorLen bytes. A nil cause keeps the text the message
 // had, as Retry does.
 func (d *Delivery) RetryWithError(ctx context.Context, after time.Duration, cause error) error {
-	q := d.q
-	text := errorText(cause)
-	if after <= 0 {
-		after = q.cfg.backoff(d.Attempt)
+	dead := d.Attempt >= d.maxAttempts()
+	if after <= 0 && !dead {
+		after = d.q.cfg.backoff(d.Attempt)
 	}
-	dead := d.Attempt >= q.cfg.maxAttempts
+	return d.fail(ctx, after, dead, errorText(cause), "durable: message died after its last attempt")
+}
+
+// maxAttempts is the number of attempts after which d's message dies: its
+// own MaxAttempts if it has one, else the queue's.
+func (d *Delivery) maxAttempts() int {
+	if d.MaxAttempts > 0 {
+		return d.MaxAttempts
+	}
+	return d.q.cfg.maxAttempts
+}
+
+// fail ends d's lease after a failed attempt: the message dies (logged as
+// died), or is due again after after, with the error text text ("" keeps
+// the one it had).
+func (d *Delivery) fail(ctx context.Context, after time.Duration, dead bool, text, died string) error {
+	q := d.q
 	err := q.call(func() error {
 		return q.store.Retry(ctx, store.RetryParams{Lease: d.ref(), After: after, Dead: dead, Error: text, Retention: q.cfg.retention})
 	})
 	if err != nil {
 		d.observeResult(EventRetried, err)
-		q.storeError(OpRetry, d.ID, d.Attempt, err)
+		q.storeError(OpRetry, d, err)
 		return err
 	}
 	if dead {
 		d.observeResult(EventDead, nil)
-		q.log.Info("durable: message died after its last attempt", "id", d.ID, "attempts", d.Attempt)
+		q.log.Info(died, "id", d.ID, "kind", d.Kind, "attempts", d.Attempt, "err", text)
 		return nil
 	}
 	d.observeResult(EventRetried, nil)
 	q.wakeAt(q.clock.Now().Add(after))
 	return nil
+}
+
+// Settle ends the delivery as Run does after its handler returned err, for
+// a consumer that calls Receive and a handler itself (a Mux's Handle, say):
+//
+//   - nil: Ack.
+//   - a Permanent error, or one wrapping ErrPermanent: the message goes to
+//     the dead letters now, with err's text as its LastError.
+//   - a Snooze(after) error, wrapped or not: the message is due again
+//     after after, with its Attempt and LastError as they were before
+//     this delivery (the attempt does not count); EventSnoozed.
+//   - any other error: RetryWithError(ctx, 0, err): due again after the
+//     back-off, or dead if this was the last attempt.
+//
+// Its errors are those of Ack and Retry: ErrLeaseLost, changing nothing,
+// if the lease was lost.
+func (d *Delivery) Settle(ctx context.Context, err error) error {
+	if err == nil {
+		return d.Ack(ctx)
+	}
+	return d.settleFailure(ctx, err)
+}
+
+// settleFailure is Settle for a non-nil err.
+func (d *Delivery) settleFailure(ctx context.Context, err error) error {
+	if errors.Is(err, ErrPermanent) {
+		return d.fail(ctx, 0, true, errorText(err), "durable: message died at once of a permanent error")
+	}
+	if after, ok := snoozedFor(err); ok {
+		return d.snooze(ctx, after)
+	}
+	return d.RetryWithError(ctx, 0, err)
+}
+
+// snooze ends d's lease without counting its attempt (RetryParams.Unhanded):
+// the message is due again after after, its LastError kept.
+func (d *Delivery) snooze(ctx context.Context, after time.Duration) error {
+	q := d.q
+	err := q.call(func() error {
+		return q.store.Retry(ctx, store.RetryParams{Lease: d.ref(), After: after, Unhanded: true})
+	})
+	d.observeResult(EventSnoozed, err)
+	if err != nil {
+		q.storeError(OpRetry, d, err)
+		return err
+	}
+	q.wakeAt(q.clock.Now().Add(after))
+	return nil
+}
+
+// AttemptContext returns a ctx for the handling of d: parent, ending
+// Timeout after d was handed out, on the queue's clock, with
+// context.DeadlineExceeded, if the message has a Timeout. Run gives its
+// handler this ctx; a consumer of Receive calls it itself, and calls
+// cancel when done, as with context.WithDeadline. It is for a Delivery
+// a Queue returned.
+func (d *Delivery) AttemptContext(parent context.Context) (ctx context.Context, cancel context.CancelFunc) {
+	if d.Timeout <= 0 {
+		return context.WithCancel(parent)
+	}
+	return d.q.clock.WithDeadline(parent, d.handedOut.Add(d.Timeout))
+}
+
+// timedOut reports whether d's Timeout has passed, on the queue's clock.
+func (d *Delivery) timedOut() bool {
+	return d.Timeout > 0 && !d.q.clock.Now().Before(d.handedOut.Add(d.Timeout))
 }
 
 // Extend makes the lease end by from now, for a task that needs longer
@@ -164,7 +256,7 @@ func (d *Delivery) extend(ctx context.Context, by time.Duration) (time.Time, err
 func (d *Delivery) extendUnseen(ctx context.Context, by time.Duration) (time.Time, error) {
 	q := d.q
 	if err := q.call(func() error { return q.store.Extend(ctx, store.ExtendParams{Lease: d.ref(), By: by}) }); err != nil {
-		q.storeError(OpExtend, d.ID, d.Attempt, err)
+		q.storeError(OpExtend, d, err)
 		return time.Time{}, err
 	}
 	now := q.clock.Now()

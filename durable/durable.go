@@ -27,6 +27,14 @@
 // when it was enqueued), and List pages through the messages of a state
 // in order, with a cursor.
 //
+// A message may name its Kind, the sort of job it is: a Kind[T] makes
+// the messages of one kind with a payload of type T, JSON-encoded, and a
+// Mux routes each delivery to the handler of its kind (Register), which
+// gets the payload decoded. A message may also carry its own MaxAttempts,
+// which replaces the queue's, and a Timeout, which bounds each attempt.
+// A handler's error may say that the message is to die now (Permanent)
+// or to come back later without counting the attempt (Snooze).
+//
 // Every claim of a message gets a new fencing token. Ack, Retry and
 // Extend name the token of their delivery, so a consumer whose lease was
 // lost (it expired and the message went to someone else, or the message

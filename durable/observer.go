@@ -42,6 +42,10 @@ const (
 	// confirmation refused by a pause are answers, not failures, and give
 	// no such event.
 	EventStoreError
+	// EventSnoozed: a handler snoozed its delivery (see Snooze): the
+	// message is due again later, its attempt not counted. Attempt is
+	// set.
+	EventSnoozed
 )
 
 // The operations of EventStoreError: which of the queue's own store calls
@@ -78,6 +82,8 @@ func (k EventKind) String() string {
 		return "schedule conflict"
 	case EventStoreError:
 		return "store error"
+	case EventSnoozed:
+		return "snoozed"
 	}
 	return "unknown"
 }
@@ -87,6 +93,12 @@ type Event struct {
 	Kind EventKind
 	// ID is the message's ID, or "" for an event about several (a reap).
 	ID string
+	// MessageKind is the message's Kind (see Message.Kind), on every
+	// event with an ID but EventScheduleConflict and a series'
+	// EventStoreError (whose ID names the series): "" for a message
+	// without one, and for an event about several messages (a reap,
+	// whose store does not say their kinds).
+	MessageKind string
 	// N is how many messages the event is about: 1 but for a reap.
 	N int
 	// Attempt is the delivery's attempt number, where there is one.
@@ -131,15 +143,25 @@ func (q *Queue) observe(e Event) {
 }
 
 // storeError reports a failed store call of the queue's to the observer:
-// op on the message id ("" for none) at attempt. Answers (a lease lost, a
-// pause) are not failures, nor is ErrClosed once the queue itself is
-// closed.
-func (q *Queue) storeError(op, id string, attempt int, err error) {
-	switch {
+// op on the delivery d (nil for none). Answers (a lease lost, a pause)
+// are not failures, nor is ErrClosed once the queue itself is closed.
+func (q *Queue) storeError(op string, d *Delivery, err error) {
+	if d == nil {
+		q.storeFailure(Event{Op: op, Err: err})
+		return
+	}
+	q.storeFailure(Event{Op: op, ID: d.ID, MessageKind: d.Kind, Attempt: d.Attempt, Err: err})
+}
+
+// storeFailure reports e, an EventStoreError with its Op, Err and what it
+// is about, as storeError does.
+func (q *Queue) storeFailure(e Event) {
+	switch err := e.Err; {
 	case err == nil, errors.Is(err, ErrLeaseLost), errors.Is(err, ErrPaused):
 		return
 	case errors.Is(err, ErrClosed) && q.ctx.Err() != nil:
 		return
 	}
-	q.observe(Event{Kind: EventStoreError, Op: op, ID: id, Attempt: attempt, Err: err})
+	e.Kind = EventStoreError
+	q.observe(e)
 }

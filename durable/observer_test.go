@@ -91,7 +91,7 @@ func TestObserverHearsWhatTheQueueDoes(t *testing.T) {
 func TestEventKindNames(t *testing.T) {
 	names := map[EventKind]string{
 		EventEnqueued: "enqueued", EventDelivered: "delivered", EventAcked: "acked", EventRetried: "retried",
-		EventDead: "dead", EventLeaseLost: "lease lost", EventHandled: "handled", 0: "unknown",
+		EventDead: "dead", EventLeaseLost: "lease lost", EventHandled: "handled", EventSnoozed: "snoozed", 0: "unknown",
 	}
 	for k, name := range names {
 		assert.Equal(t, name, k.String())

@@ -67,7 +67,8 @@ func WithVisibilityTimeout(d time.Duration) Option {
 }
 
 // WithMaxAttempts sets how many deliveries of a message may fail (by Retry
-// or lease expiry) before it goes to the dead letters: 10 by default.
+// or lease expiry) before it goes to the dead letters: 10 by default. A
+// message's own MaxAttempts, if above 0, replaces it for that message.
 func WithMaxAttempts(n int) Option {
 	return func(c *config) { c.maxAttempts = n }
 }

@@ -186,7 +186,7 @@ func (q *Queue) Enqueue(ctx context.Context, msgs ...Message) error {
 	}
 	q.wakeAt(earliest)
 	for i := range msgs {
-		q.observe(Event{Kind: EventEnqueued, ID: msgs[i].ID})
+		q.observe(Event{Kind: EventEnqueued, ID: msgs[i].ID, MessageKind: msgs[i].Kind})
 	}
 	return nil
 }

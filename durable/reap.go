@@ -12,9 +12,10 @@ import (
 // Reaping expired leases: Reap, and the queue's reap timer that runs it.
 
 // Reap ends up to limit leases of s whose deadline has passed, earliest
-// first, by the rules of p: a message whose attempt number is
-// p.MaxAttempts or more dies, the others are pending again after
-// p.Delay(attempt). Their LastError becomes LeaseExpired. A lease claimed
+// first, by the rules of p: a message whose attempt number is its own
+// MaxAttempts (store.ExpiredLease.MaxAttempts) or more, or, for a message
+// without one, p.MaxAttempts or more, dies; the others are pending again
+// after p.Delay(attempt). Their LastError becomes LeaseExpired. A lease claimed
 // ahead or held and never confirmed (store.ExpiredLease.Held) cost
 // nothing: its message is pending again at once, with the attempt its
 // claim counted taken back (RetryParams.Unhanded) and its LastError as it
@@ -45,8 +46,12 @@ func Reap(ctx context.Context, s Store, limit int, p RetryPolicy) (Reaped, error
 			params[i] = store.RetryParams{Lease: l.Ref(), Expired: true, Unhanded: true}
 			continue
 		}
+		maxAttempts := p.MaxAttempts
+		if l.MaxAttempts > 0 {
+			maxAttempts = l.MaxAttempts
+		}
 		params[i] = store.RetryParams{Lease: l.Ref(), Error: LeaseExpired, Expired: true,
-			Dead: l.Attempt >= p.MaxAttempts, Retention: p.Retention}
+			Dead: l.Attempt >= maxAttempts, Retention: p.Retention}
 		if !params[i].Dead {
 			if params[i].After, err = p.Delay(l.Attempt); err != nil {
 				return Reaped{}, err
@@ -105,7 +110,7 @@ func (q *Queue) reapLoop() {
 	defer q.wg.Done()
 	for {
 		err := q.reapExpired(q.ctx)
-		q.storeError(OpReap, "", 0, err)
+		q.storeError(OpReap, nil, err)
 		q.mu.Lock()
 		if err != nil && !q.closed {
 			q.log.Warn("durable: reaping expired leases failed; trying again in 1s", "err", err)
@@ -159,7 +164,8 @@ type Reaped struct {
 // RetryPolicy is how Reap treats a message whose lease expired: the
 // queue's rules of death, back-off and retention.
 type RetryPolicy struct {
-	// MaxAttempts is the number of attempts after which a message dies.
+	// MaxAttempts is the number of attempts after which a message dies,
+	// if it has no MaxAttempts of its own.
 	MaxAttempts int
 	// Backoff returns the delay before the next attempt of a message whose
 	// attempt number attempt (1 or more) failed.

@@ -48,6 +48,13 @@ const claimAhead = 50 * time.Millisecond // the default of config.claimAhead
 // While the queue is paused (see Pause), Receive waits: a claim leases
 // nothing, and a message claimed ahead before the pause goes back to the
 // store at its due time instead of being returned. A Resume wakes it.
+//
+// The delivery carries its message's Kind, MaxAttempts and Timeout. What
+// Run does with them is the consumer's to do: Delivery.AttemptContext
+// gives the ctx that ends at the Timeout, a Mux's Handle routes by Kind,
+// and Delivery.Settle ends the delivery by a handler's error as Run does
+// (Permanent, Snooze); Retry and RetryWithError apply MaxAttempts
+// themselves.
 func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 	for {
 		ds, err := q.claimDue(ctx, func() (int, int) { return 1, 0 })
@@ -110,7 +117,7 @@ func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Del
 		if ctx.Err() != nil {
 			return nil, ctxError(ctx, lastErr)
 		}
-		q.storeError(OpClaim, "", 0, err)
+		q.storeError(OpClaim, nil, err)
 		if errors.Is(err, ErrClosed) || errors.Is(err, ErrCorrupt) {
 			// The store cannot come back (it, or its pool or client, was
 			// closed), or is damaged: retrying would only hide it.
@@ -126,12 +133,13 @@ func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Del
 	}
 }
 
-// deliver hands d out (see handOut) and reports the delivery to the
-// observer.
+// deliver hands d out (see handOut), notes when (the start of its
+// Timeout) and reports the delivery to the observer.
 func (q *Queue) deliver(d *Delivery) (*Delivery, error) {
 	d, err := q.handOut(d)
 	if err == nil {
-		q.observe(Event{Kind: EventDelivered, ID: d.ID, Attempt: d.Attempt, Lateness: q.clock.Since(d.Due)})
+		d.handedOut = q.clock.Now()
+		q.observe(Event{Kind: EventDelivered, ID: d.ID, MessageKind: d.Kind, Attempt: d.Attempt, Lateness: d.handedOut.Sub(d.Due)})
 	}
 	return d, err
 }
@@ -212,7 +220,7 @@ func (q *Queue) handOut(d *Delivery) (*Delivery, error) {
 	case !errors.Is(err, ErrLeaseLost):
 		// Whether it was taken back is unknown: it is not handed out,
 		// and comes back when its lease expires.
-		q.storeError(OpConfirm, d.ID, d.Attempt, err)
+		q.storeError(OpConfirm, d, err)
 		q.log.Warn("durable: confirming a message claimed ahead failed; it comes back when its lease expires",
 			"id", d.ID, "err", err)
 	}
@@ -267,7 +275,7 @@ func (q *Queue) release(d *Delivery) {
 	defer cancel()
 	if err := q.store.Retry(ctx, store.RetryParams{Lease: d.ref(), After: after, Unhanded: true}); err != nil &&
 		!errors.Is(err, ErrLeaseLost) {
-		q.storeError(OpRelease, d.ID, d.Attempt, err)
+		q.storeError(OpRelease, d, err)
 		q.log.Warn("durable: giving back a message claimed ahead failed; its lease will expire", "id", d.ID, "err", err)
 	}
 }

@@ -13,10 +13,12 @@ import (
 )
 
 // Handler handles one delivery. Returning nil acks it; returning an error, or panicking, retries it
-// with the queue's back-off (or sends it to the dead letters after its last attempt), and the error's
-// text is kept with the message (Delivery.RetryWithError): the next attempt's Delivery.LastError and
-// Queue.Get's Info.LastError show it, cut to MaxErrorLen bytes. A panic's text is the panic value
-// followed by the stack.
+// with the queue's back-off (or sends it to the dead letters after its last attempt: the message's
+// MaxAttempts, or the queue's), and the error's text is kept with the message
+// (Delivery.RetryWithError): the next attempt's Delivery.LastError and Queue.Get's Info.LastError
+// show it, cut to MaxErrorLen bytes. A panic's text is the panic value followed by the stack. Two
+// errors, wrapped or not, say otherwise: a Permanent one sends the message to the dead letters at
+// once, and a Snooze brings it back later without counting the attempt (see Delivery.Settle).
 type Handler func(ctx context.Context, d *Delivery) error
 
 // ErrInvalidRunner is wrapped by the error Run returns for workers < 1 or
@@ -63,7 +65,12 @@ var ErrHandlerPanic = errors.New("durable: handler panicked")
 // worker goes on.
 //
 // The handler's ctx carries ctx's values and ends when ctx ends or the
-// lease is lost (context.Cause says which: ErrLeaseLost for the latter).
+// lease is lost (context.Cause says which: ErrLeaseLost for the latter),
+// or, for a message with a Timeout, Timeout after the hand-out, with
+// ctx.Err() == context.DeadlineExceeded (see Delivery.AttemptContext).
+// A handler that returns that error, or any other, after its Timeout
+// has failed its attempt, retried like any other failure, even if Run's
+// ctx ended meanwhile.
 // Run extends the lease every third of the visibility timeout, by the
 // visibility timeout, and at once when a handler starts on a message
 // that waited in Run a third of it already; d.Deadline keeps the
@@ -76,7 +83,8 @@ var ErrHandlerPanic = errors.New("durable: handler panicked")
 // process lives. If the process exits instead, the lease expires after
 // the visibility timeout and the message is delivered again. A handler
 // that Run's shutdown stopped (ctx ended, and it returned
-// context.Canceled or context.DeadlineExceeded) gives its attempt back:
+// context.Canceled or context.DeadlineExceeded, before its message's
+// Timeout if it has one) gives its attempt back:
 // the message is pending again at once, with its attempt number and
 // LastError as they were before this hand-out. A handler that returns
 // another error has its attempt retried like any other failure; one that
@@ -359,7 +367,7 @@ func (r *runner) extendHeld(d *Delivery, h *holding, lease time.Duration) {
 		h.taken = true
 	case errors.Is(err, ErrClosed):
 	default:
-		q.storeError(OpExtend, d.ID, d.Attempt, err)
+		q.storeError(OpExtend, d, err)
 		q.log.Warn("durable: extending the lease of a message held for a busy worker failed; trying again",
 			"id", d.ID, "err", err)
 	}
@@ -411,9 +419,15 @@ func (r *runner) handle(d *Delivery) {
 		return
 	}
 	stopKeeping := q.keepLease(hctx, cancel, d)
+	actx := context.Context(hctx)
+	if d.Timeout > 0 {
+		var cancelAttempt context.CancelFunc
+		actx, cancelAttempt = d.AttemptContext(hctx)
+		defer cancelAttempt()
+	}
 	started := q.clock.Now()
-	err := callHandler(hctx, r.h, d)
-	q.observe(Event{Kind: EventHandled, ID: d.ID, Attempt: d.Attempt, Duration: q.clock.Since(started), Err: err})
+	err := callHandler(actx, r.h, d)
+	q.observe(Event{Kind: EventHandled, ID: d.ID, MessageKind: d.Kind, Attempt: d.Attempt, Duration: q.clock.Since(started), Err: err})
 	stopKeeping()
 
 	if errors.Is(context.Cause(hctx), ErrLeaseLost) {
@@ -425,7 +439,7 @@ func (r *runner) handle(d *Delivery) {
 		r.ackLater(d)
 		return
 	}
-	if r.stoppedBy(err) {
+	if r.stoppedBy(d, err) {
 		r.giveBack(d)
 		return
 	}
@@ -434,17 +448,20 @@ func (r *runner) handle(d *Delivery) {
 	}
 	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(r.ctx), q.cfg.callTimeout())
 	defer cancelSettle()
-	if retryErr := d.RetryWithError(settleCtx, 0, err); retryErr != nil {
+	if settleErr := d.settleFailure(settleCtx, err); settleErr != nil {
 		q.log.Warn("durable: retry after the handler failed", "id", d.ID, "attempt", d.Attempt,
-			"handler_err", err, "err", retryErr)
+			"handler_err", err, "err", settleErr)
 	}
 }
 
-// stoppedBy reports whether a handler's error err is Run's shutdown: Run's
-// ctx ended, and the handler returned its ctx's error (context.Canceled or
-// context.DeadlineExceeded), not one of its own.
-func (r *runner) stoppedBy(err error) bool {
-	return r.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+// stoppedBy reports whether the error err of d's handler is Run's
+// shutdown: Run's ctx ended, and the handler returned its ctx's error
+// (context.Canceled or context.DeadlineExceeded), not one of its own; and
+// d's Timeout, if it has one, has not passed: a handler that outlived it
+// failed its attempt, whatever ended its ctx.
+func (r *runner) stoppedBy(d *Delivery, err error) bool {
+	return r.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) &&
+		!d.timedOut()
 }
 
 // giveBack ends the lease of d, whose handler Run's shutdown stopped: the
@@ -463,7 +480,7 @@ func (r *runner) giveBack(d *Delivery) {
 	case errors.Is(err, ErrLeaseLost):
 		d.observeResult(EventRetried, err)
 	default:
-		q.storeError(OpRelease, d.ID, d.Attempt, err)
+		q.storeError(OpRelease, d, err)
 		q.log.Warn("durable: giving back a message whose handler Run stopped failed; its lease will expire",
 			"id", d.ID, "attempt", d.Attempt, "err", err)
 	}

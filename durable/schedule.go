@@ -324,7 +324,7 @@ func (q *Queue) joinSeries(ctx context.Context, r *seriesRun, now, first time.Ti
 		}
 		if ok {
 			q.wakeAt(cur.Last)
-			q.observe(Event{Kind: EventEnqueued, ID: p.Message.ID})
+			q.observe(Event{Kind: EventEnqueued, ID: p.Message.ID, MessageKind: p.Message.Kind})
 			return cur, nil
 		}
 		st = cur // another process moved first: look again
@@ -375,7 +375,7 @@ func (q *Queue) stepSeries(r *seriesRun) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	retry := func(err error) {
-		q.storeError(OpSeries, r.name, 0, err)
+		q.storeFailure(Event{Op: OpSeries, ID: r.name, Err: err})
 		q.log.Error("durable: a step of a series failed; trying again", "series", r.name, "err", err)
 		q.armSeries(r, q.clock.Now().Add(seriesRetry))
 	}
@@ -424,7 +424,7 @@ func (q *Queue) stepSeries(r *seriesRun) {
 		})
 		if err == nil && ok {
 			q.wakeAt(t)
-			q.observe(Event{Kind: EventEnqueued, ID: p.Message.ID})
+			q.observe(Event{Kind: EventEnqueued, ID: p.Message.ID, MessageKind: p.Message.Kind})
 		}
 	}
 }

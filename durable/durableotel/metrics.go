@@ -1,9 +1,15 @@
 // Package durableotel reports what a durable.Queue does as OpenTelemetry
-// metrics: counts of messages enqueued, delivered, acked, retried, dead,
-// of leases lost and of failed store calls by operation; the lateness of
+// metrics: counts of messages enqueued, delivered, acked, retried,
+// snoozed, dead, of leases lost and of failed store calls by operation; the lateness of
 // each delivery and the duration of each handler of Run as histograms;
 // and the messages pending, in flight and dead as gauges. Prometheus
 // users read them through OpenTelemetry's Prometheus exporter.
+//
+// The counters and histograms carry a "kind" attribute, the Kind of the
+// message (see durable.Kind), for the events of a message that has one:
+// for the first MaxKinds kinds a Metrics sees; the kinds seen after those
+// are reported as OtherKind, so that the number of series stays bounded
+// whatever the program does with kinds.
 //
 //	m, err := durableotel.New(otel.GetMeterProvider(), durableotel.WithQueueName("orders"))
 //	q, err := durable.Open(path, durable.WithObserver(m))
@@ -18,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -36,6 +43,14 @@ const DefaultStatsInterval = 5 * time.Second
 
 // ErrInvalidOption is wrapped by the error New returns for a bad option.
 var ErrInvalidOption = errors.New("durableotel: invalid option")
+
+// MaxKinds is how many kinds, at most, a Metrics reports under their own
+// name in the "kind" attribute: the first MaxKinds it sees.
+const MaxKinds = 100
+
+// OtherKind is the "kind" attribute of the events of the kinds a Metrics
+// saw after its first MaxKinds.
+const OtherKind = "other"
 
 // Option configures New.
 type Option func(*config)
@@ -61,13 +76,69 @@ func WithStatsInterval(d time.Duration) Option { return func(c *config) { c.stat
 type Metrics struct {
 	meter metric.Meter
 	cfg   config
-	attrs metric.MeasurementOption
+	attrs metric.MeasurementOption // the base attributes, for the gauges
 
-	enqueued, delivered, acked, retried, dead, leaseLost metric.Int64Counter
-	storeErrors                                          metric.Int64Counter
-	base                                                 []attribute.KeyValue
-	lateness, handlerDuration                            metric.Float64Histogram
-	handledOK, handledFailed                             metric.MeasurementOption
+	enqueued, delivered, acked, retried, snoozed, dead, leaseLost metric.Int64Counter
+	storeErrors                                                   metric.Int64Counter
+	base                                                          []attribute.KeyValue
+	lateness, handlerDuration                                     metric.Float64Histogram
+
+	// The attribute sets of the events, by message kind, made once per
+	// kind: none (""), each of the first MaxKinds kinds seen (in kinds,
+	// under kindsMu for the writes), and OtherKind once full.
+	none, other *kindAttrs
+	kinds       sync.Map // kind name -> *kindAttrs
+	kindsMu     sync.Mutex
+	nKinds      int         // under kindsMu
+	full        atomic.Bool // nKinds reached MaxKinds
+}
+
+// kindAttrs are the attribute sets of the events of one kind.
+type kindAttrs struct {
+	attrs                    metric.MeasurementOption
+	handledOK, handledFailed metric.MeasurementOption
+	kv                       []attribute.KeyValue // the base and the kind, for store errors
+}
+
+// newKindAttrs returns the attribute sets of kind ("" for none) on base.
+func newKindAttrs(base []attribute.KeyValue, kind string) *kindAttrs {
+	kv := append([]attribute.KeyValue(nil), base...)
+	if kind != "" {
+		kv = append(kv, attribute.String("kind", kind))
+	}
+	with := func(extra ...attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), kv...), extra...)...))
+	}
+	return &kindAttrs{attrs: with(), handledOK: with(attribute.String("outcome", "ok")),
+		handledFailed: with(attribute.String("outcome", "error")), kv: kv}
+}
+
+// attrsOf returns the attribute sets of the events of kind: its own for
+// the first MaxKinds kinds seen, OtherKind's after.
+func (m *Metrics) attrsOf(kind string) *kindAttrs {
+	if kind == "" {
+		return m.none
+	}
+	if a, ok := m.kinds.Load(kind); ok {
+		return a.(*kindAttrs)
+	}
+	if m.full.Load() {
+		return m.other
+	}
+	m.kindsMu.Lock()
+	defer m.kindsMu.Unlock()
+	if a, ok := m.kinds.Load(kind); ok {
+		return a.(*kindAttrs)
+	}
+	if m.nKinds >= MaxKinds {
+		return m.other
+	}
+	a := newKindAttrs(m.base, kind)
+	m.kinds.Store(kind, a)
+	if m.nKinds++; m.nKinds == MaxKinds {
+		m.full.Store(true)
+	}
+	return a
 }
 
 // New returns Metrics whose instruments come from mp's meter named
@@ -90,8 +161,7 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	}
 	m.base = base
 	m.attrs = metric.WithAttributeSet(attribute.NewSet(base...))
-	m.handledOK = metric.WithAttributeSet(attribute.NewSet(append(base, attribute.String("outcome", "ok"))...))
-	m.handledFailed = metric.WithAttributeSet(attribute.NewSet(append(base, attribute.String("outcome", "error"))...))
+	m.none, m.other = newKindAttrs(base, ""), newKindAttrs(base, OtherKind)
 
 	var err error
 	counter := func(name, desc string) metric.Int64Counter {
@@ -103,7 +173,8 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	m.delivered = counter("durable.messages.delivered", "Messages handed out by Receive.")
 	m.acked = counter("durable.messages.acked", "Messages deleted by an Ack.")
 	m.retried = counter("durable.messages.retried", "Failed attempts to be delivered again: Retry, or an expired lease.")
-	m.dead = counter("durable.messages.dead", "Messages sent to the dead letters after their last attempt.")
+	m.snoozed = counter("durable.messages.snoozed", "Deliveries whose handler snoozed them: due again later, the attempt not counted.")
+	m.dead = counter("durable.messages.dead", "Messages sent to the dead letters: after their last attempt, or by a permanent error.")
 	m.leaseLost = counter("durable.leases.lost", "Acks, Retries and Extends that found their lease lost.")
 	m.storeErrors, err = m.meter.Int64Counter("durable.store.errors", metric.WithUnit("{error}"),
 		metric.WithDescription("Store calls the queue made for itself that failed (and were retried), by operation: claim, confirm, ack, retry, extend, release, reap, series."))
@@ -125,28 +196,31 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 func (m *Metrics) Observe(e durable.Event) {
 	ctx := context.Background()
 	n := int64(e.N)
+	a := m.attrsOf(e.MessageKind)
 	switch e.Kind {
 	case durable.EventEnqueued:
-		m.enqueued.Add(ctx, n, m.attrs)
+		m.enqueued.Add(ctx, n, a.attrs)
 	case durable.EventDelivered:
-		m.delivered.Add(ctx, n, m.attrs)
-		m.lateness.Record(ctx, e.Lateness.Seconds(), m.attrs)
+		m.delivered.Add(ctx, n, a.attrs)
+		m.lateness.Record(ctx, e.Lateness.Seconds(), a.attrs)
 	case durable.EventAcked:
-		m.acked.Add(ctx, n, m.attrs)
+		m.acked.Add(ctx, n, a.attrs)
 	case durable.EventRetried:
-		m.retried.Add(ctx, n, m.attrs)
+		m.retried.Add(ctx, n, a.attrs)
+	case durable.EventSnoozed:
+		m.snoozed.Add(ctx, n, a.attrs)
 	case durable.EventDead:
-		m.dead.Add(ctx, n, m.attrs)
+		m.dead.Add(ctx, n, a.attrs)
 	case durable.EventLeaseLost:
-		m.leaseLost.Add(ctx, n, m.attrs)
+		m.leaseLost.Add(ctx, n, a.attrs)
 	case durable.EventHandled:
-		outcome := m.handledOK
+		outcome := a.handledOK
 		if e.Err != nil {
-			outcome = m.handledFailed
+			outcome = a.handledFailed
 		}
 		m.handlerDuration.Record(ctx, e.Duration.Seconds(), outcome)
 	case durable.EventStoreError:
-		attrs := append(append(make([]attribute.KeyValue, 0, len(m.base)+1), m.base...), attribute.String("operation", e.Op))
+		attrs := append(append(make([]attribute.KeyValue, 0, len(a.kv)+1), a.kv...), attribute.String("operation", e.Op))
 		m.storeErrors.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attrs...)))
 	}
 }

@@ -3,7 +3,9 @@ package durableotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,4 +170,106 @@ func TestStoreErrorsAreCountedByOperation(t *testing.T) {
 		byOp[v.AsString()] = p.Value
 	}
 	assert.Equal(t, map[string]int64{"claim": 2, "ack": 1}, byOp)
+}
+
+// byKind returns the values of the sum data's points by their "kind"
+// attribute ("" for none).
+func byKind(t *testing.T, data metricdata.Aggregation) map[string]int64 {
+	t.Helper()
+	s, ok := data.(metricdata.Sum[int64])
+	require.True(t, ok, "%T is not an int64 sum", data)
+	out := map[string]int64{}
+	for _, p := range s.DataPoints {
+		v, _ := p.Attributes.Value("kind")
+		out[v.AsString()] += p.Value
+	}
+	return out
+}
+
+// TestEventsCarryTheirKind: every counter and histogram says the kind of
+// the message; events without one (a reap) carry no kind attribute.
+func TestEventsCarryTheirKind(t *testing.T) {
+	m, reader := newMetrics(t)
+	down := errors.New("connection refused")
+	for _, k := range []string{"order.close", "order.remind"} {
+		m.Observe(durable.Event{Kind: durable.EventEnqueued, ID: "a", MessageKind: k, N: 1})
+		m.Observe(durable.Event{Kind: durable.EventDelivered, ID: "a", MessageKind: k, N: 1, Lateness: time.Millisecond})
+		m.Observe(durable.Event{Kind: durable.EventHandled, ID: "a", MessageKind: k, N: 1, Duration: time.Second})
+		m.Observe(durable.Event{Kind: durable.EventHandled, ID: "a", MessageKind: k, N: 1, Duration: time.Second, Err: down})
+		m.Observe(durable.Event{Kind: durable.EventAcked, ID: "a", MessageKind: k, N: 1})
+		m.Observe(durable.Event{Kind: durable.EventRetried, ID: "a", MessageKind: k, N: 1})
+		m.Observe(durable.Event{Kind: durable.EventSnoozed, ID: "a", MessageKind: k, N: 1})
+		m.Observe(durable.Event{Kind: durable.EventDead, ID: "a", MessageKind: k, N: 1})
+		m.Observe(durable.Event{Kind: durable.EventLeaseLost, ID: "a", MessageKind: k, N: 1})
+		m.Observe(durable.Event{Kind: durable.EventStoreError, Op: durable.OpAck, ID: "a", MessageKind: k, N: 1, Err: down})
+	}
+	m.Observe(durable.Event{Kind: durable.EventRetried, N: 3}) // a reap
+	m.Observe(durable.Event{Kind: durable.EventStoreError, Op: durable.OpClaim, N: 1, Err: down})
+
+	got := collect(t, reader)
+	both := map[string]int64{"order.close": 1, "order.remind": 1}
+	for _, name := range []string{"durable.messages.enqueued", "durable.messages.delivered", "durable.messages.acked",
+		"durable.messages.snoozed", "durable.messages.dead", "durable.leases.lost"} {
+		assert.Equal(t, both, byKind(t, got[name]), name)
+	}
+	assert.Equal(t, map[string]int64{"order.close": 1, "order.remind": 1, "": 3}, byKind(t, got["durable.messages.retried"]))
+	assert.Equal(t, map[string]int64{"order.close": 1, "order.remind": 1, "": 1}, byKind(t, got["durable.store.errors"]))
+	s := got["durable.store.errors"].(metricdata.Sum[int64])
+	for _, p := range s.DataPoints {
+		_, hasOp := p.Attributes.Value("operation")
+		assert.True(t, hasOp, "the operation beside the kind")
+	}
+	for _, name := range []string{"durable.delivery.lateness", "durable.handler.duration"} {
+		h, ok := got[name].(metricdata.Histogram[float64])
+		require.True(t, ok, name)
+		counts := map[string]uint64{}
+		for _, p := range h.DataPoints {
+			k, _ := p.Attributes.Value("kind")
+			o, _ := p.Attributes.Value("outcome")
+			counts[k.AsString()+" "+o.AsString()] += p.Count
+		}
+		if name == "durable.handler.duration" {
+			assert.Equal(t, map[string]uint64{"order.close ok": 1, "order.close error": 1, "order.remind ok": 1, "order.remind error": 1}, counts, name)
+		} else {
+			assert.Equal(t, map[string]uint64{"order.close ": 1, "order.remind ": 1}, counts, name)
+		}
+	}
+}
+
+// TestKindsAreBounded: the kinds beyond the first MaxKinds seen are
+// reported as OtherKind; the first keep their names.
+func TestKindsAreBounded(t *testing.T) {
+	m, reader := newMetrics(t)
+	kind := func(i int) string { return fmt.Sprintf("kind-%03d", i) }
+	for i := range durableotel.MaxKinds + 50 {
+		m.Observe(durable.Event{Kind: durable.EventEnqueued, ID: "a", MessageKind: kind(i), N: 1})
+	}
+	m.Observe(durable.Event{Kind: durable.EventEnqueued, ID: "a", MessageKind: kind(7), N: 1})                    // seen before the bound
+	m.Observe(durable.Event{Kind: durable.EventEnqueued, ID: "a", MessageKind: kind(durableotel.MaxKinds), N: 1}) // after
+	m.Observe(durable.Event{Kind: durable.EventEnqueued, ID: "a", N: 1})                                          // none
+
+	want := map[string]int64{durableotel.OtherKind: 51, "": 1}
+	for i := range durableotel.MaxKinds {
+		want[kind(i)] = 1
+	}
+	want[kind(7)] = 2
+	assert.Equal(t, want, byKind(t, collect(t, reader)["durable.messages.enqueued"]))
+}
+
+// TestKindsAreBoundedUnderConcurrentUse: however many goroutines see new
+// kinds at once, at most MaxKinds get their own name.
+func TestKindsAreBoundedUnderConcurrentUse(t *testing.T) {
+	m, reader := newMetrics(t)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 40 {
+				m.Observe(durable.Event{Kind: durable.EventAcked, ID: "a", MessageKind: fmt.Sprintf("k-%d-%d", g, i), N: 1})
+			}
+		})
+	}
+	wg.Wait()
+	got := byKind(t, collect(t, reader)["durable.messages.acked"])
+	assert.Len(t, got, durableotel.MaxKinds+1, "MaxKinds kinds and OtherKind")
+	assert.EqualValues(t, 8*40-durableotel.MaxKinds, got[durableotel.OtherKind])
 }

@@ -1,14 +1,11 @@
 package durable_test
 
 import (
-	"context"
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seed64e23a5c/timingwheel/durable"
@@ -45,7 +42,6 @@ func TestKindsMemstoreRealClock(t *testing.T) { kindtest.Run(t, memHarness(false
 // TestKindsBoltStore runs the scenarios on the file of Open, on a mock
 // clock: Reopen closes the file and opens it again.
 func TestKindsBoltStore(t *testing.T) {
-	skipUnlessBoltKeepsFields(t)
 	type file struct {
 		path string
 		c    clock.Clock
@@ -76,34 +72,4 @@ func TestKindsBoltStore(t *testing.T) {
 		},
 		Mock: true,
 	})
-}
-
-// skipUnlessBoltKeepsFields skips the test while the file store drops a
-// message's Kind, MaxAttempts and Timeout, or does not give an expired
-// lease's MaxAttempts: until the change of the bolt store for issue #39
-// is merged. Remove it then: the contract suite's Fields rules keep the
-// store from dropping them again.
-func skipUnlessBoltKeepsFields(t *testing.T) {
-	t.Helper()
-	mock := clock.NewMock()
-	s, err := durable.OpenBoltStore(filepath.Join(t.TempDir(), "probe.db"), durable.WithClock(mock))
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, s.Close()) }()
-	ctx := context.Background()
-	m := store.Message{ID: "probe", Kind: "k", MaxAttempts: 2, Timeout: 1}
-	require.NoError(t, s.Enqueue(ctx, []store.Message{m}))
-	info, err := s.Get(ctx, "probe")
-	require.NoError(t, err)
-	if info.Kind != m.Kind || info.MaxAttempts != m.MaxAttempts || info.Timeout != m.Timeout {
-		t.Skip("the bolt store does not keep Kind, MaxAttempts and Timeout yet (its change for issue #39 is not merged)")
-	}
-	_, err = s.Claim(ctx, store.ClaimParams{Limit: 1, Lease: time.Second})
-	require.NoError(t, err)
-	mock.Add(time.Second)
-	x, err := s.Expired(ctx, 1)
-	require.NoError(t, err)
-	require.Len(t, x.Leases, 1)
-	if x.Leases[0].MaxAttempts != m.MaxAttempts {
-		t.Skip("the bolt store does not give an expired lease's MaxAttempts yet (its change for issue #39 is not merged)")
-	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/seed64e23a5c/timingwheel/durable"
 	"github.com/seed64e23a5c/timingwheel/internal/syncbuf"
 )
 
@@ -39,7 +38,6 @@ var (
 // unpaid ones, and remind each of their buyers once (in one run or the
 // other: the reminders are due halfway).
 func TestUnpaidOrdersAreClosedAfterARestart(t *testing.T) {
-	skipUnlessTheFileKeepsKinds(t)
 	db := filepath.Join(t.TempDir(), "orders.db")
 	c := config{db: db, orders: 10, delay: time.Second, remind: 500 * time.Millisecond, payRate: 0.5, prefix: "t"}
 
@@ -82,23 +80,6 @@ func TestUnpaidOrdersAreClosedAfterARestart(t *testing.T) {
 	}
 	assert.ElementsMatch(t, wantClosed, closed)
 	assert.ElementsMatch(t, wantClosed, reminded, "each unpaid order's buyer reminded once")
-}
-
-// skipUnlessTheFileKeepsKinds skips the test while the queue's file drops
-// a message's Kind: until the change of the bolt store for issue #39 is
-// merged. Remove it then.
-func skipUnlessTheFileKeepsKinds(t *testing.T) {
-	t.Helper()
-	q, err := durable.Open(filepath.Join(t.TempDir(), "probe.db"))
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, q.Close()) }()
-	ctx := context.Background()
-	require.NoError(t, q.Enqueue(ctx, durable.Message{ID: "probe", Kind: "k", Due: time.Now().Add(time.Hour)}))
-	info, err := q.Get(ctx, "probe")
-	require.NoError(t, err)
-	if info.Kind != "k" {
-		t.Skip("the file store does not keep Kind yet (its change for issue #39 is not merged)")
-	}
 }
 
 // placeAndStop runs the program with args until it has placed its orders,

@@ -130,7 +130,10 @@
 // after the other on the shard's node, so exactly one wins. A message
 // claimed when already due is handed out by the Claim itself. Confirm is
 // one round trip at the due time, which the lateness of a delivery
-// includes (a fraction of a millisecond on a local network).
+// includes (a fraction of a millisecond on a local network). A Confirm
+// with a By (store.ConfirmParams) moves the lease's deadline in that same
+// script, so that a message held on a short lease gets the lease of its
+// hand-out with no second round trip.
 //
 // # Dead letters
 //

@@ -474,14 +474,19 @@ return 1
 
 // leasesScript acks and confirms leases, many at once: an ack deletes
 // the in-flight message of a current lease; a confirmation hands out a
-// lease claimed ahead (state a becomes f).
+// lease claimed ahead (state a becomes f), and with a positive by also
+// moves the lease's deadline to by after Redis's now, in the same write
+// (store.ConfirmParams.By); a confirmation of a lease handed out already
+// moves its deadline too.
 //
 //	KEYS     the shard's (see above)
 //	ARGV[1]  n    how many leases follow (no ID twice)
-//	then 3 arguments a lease:
+//	then 4 arguments a lease:
 //	         id    the message's ID
 //	         tok   the token of the lease
 //	         kind  'a' to ack it, 'c' to confirm it
+//	         by    µs: a confirmation's new deadline from now (0: the
+//	               deadline stays; always 0 for an ack)
 //	returns  for each lease in order, 1 if it is current (acked, or
 //	         confirmed now or already), 0 if it is lost, 2 for a
 //	         confirmation of a lease claimed ahead while the queue is
@@ -489,27 +494,37 @@ return 1
 var leasesScript = redis.NewScript(prelude + `
 local n = tonumber(ARGV[1])
 local ids = {}
-for i = 1, n do ids[i] = ARGV[3 * i - 1] end
+for i = 1, n do ids[i] = ARGV[4 * i - 2] end
 local metas = redis.call('HMGET', meta_key, unpack(ids))
 local paused = nil -- asked once, if a confirmation needs it
-local out, gone, hargs = {}, {}, {}
+local now = nil -- asked once, if a confirmation moves its deadline
+local out, gone, hargs, zargs = {}, {}, {}, {}
 for i = 1, n do
+  local a = 4 * i - 2
   local m = meta(metas[i])
-  if not leased(m, ARGV[3 * i]) then
+  if not leased(m, ARGV[a + 1]) then
     out[i] = 0
-  elseif ARGV[3 * i + 1] == 'a' then
+  elseif ARGV[a + 2] == 'a' then
     gone[#gone + 1] = ids[i]
     out[i] = 1
-  elseif m.st ~= 'a' then
-    out[i] = 1
   else
-    if paused == nil then paused = redis.call('HEXISTS', meta_key, '') == 1 end
-    if paused then
-      out[i] = 2
-    else
-      hargs[#hargs + 1] = ids[i]
-      hargs[#hargs + 1] = mkmeta('f', m.pre, m.att, m.tok, m)
+    if m.st == 'a' then
+      if paused == nil then paused = redis.call('HEXISTS', meta_key, '') == 1 end
+      if paused then
+        out[i] = 2
+      else
+        hargs[#hargs + 1] = ids[i]
+        hargs[#hargs + 1] = mkmeta('f', m.pre, m.att, m.tok, m)
+      end
+    end
+    if out[i] == nil then
       out[i] = 1
+      local by = tonumber(ARGV[a + 3])
+      if by > 0 then
+        if now == nil then now = now_us() end
+        zargs[#zargs + 1] = num(now + by)
+        zargs[#zargs + 1] = ids[i]
+      end
     end
   end
 end
@@ -521,6 +536,7 @@ if #gone > 0 then
   redis.call('HDEL', enqueued_key, unpack(gone))
 end
 if #hargs > 0 then redis.call('HSET', meta_key, unpack(hargs)) end
+if #zargs > 0 then redis.call('ZADD', inflight_key, 'XX', unpack(zargs)) end
 return out
 `)
 

@@ -131,7 +131,7 @@ func readyTime(score, ns, ready int64) time.Time {
 
 // claimFields is the number of elements of each lease in claimScript's
 // reply.
-const claimFields = 10
+const claimFields = 11
 
 func (s *Store) claimShard(ctx context.Context, sh, limit, handOut int, lease, ahead, bytes int64) (result, error) {
 	r, err := s.run(ctx, claimScript, sh, limit, lease, max(bytes, 1), ahead, handOut)
@@ -176,8 +176,13 @@ func (s *Store) claimShard(ctx context.Context, sh, limit, handOut int, lease, a
 		if err != nil {
 			return result{}, err
 		}
+		f, err := replyFields(ls[i+10])
+		if err != nil {
+			return result{}, err
+		}
 		res.leases = append(res.leases, store.Lease{
-			Message:   store.Message{ID: id, Payload: body, Due: dueTime(nums[2], nums[3])},
+			Message: store.Message{ID: id, Kind: f.kind, Payload: body, Due: dueTime(nums[2], nums[3]),
+				MaxAttempts: f.maxAttempts, Timeout: f.timeout},
 			Attempt:   int(nums[0]),
 			Token:     uint64(nums[1]),
 			Deadline:  time.UnixMicro(tail[2]),

@@ -23,6 +23,8 @@
 //	tw:{orders}:payload   hash: ID -> payload
 //	tw:{orders}:error     hash: ID -> the text of its last failed attempt's error
 //	tw:{orders}:enqueued  hash: ID -> when it was first enqueued (µs)
+//	tw:{orders}:fields    hash: ID -> its Kind, MaxAttempts and Timeout, if it
+//	                      has any, behind the nonce of the Enqueue that wrote it
 //	tw:{orders}:seq       counter of the order messages became pending or died
 //	tw:{orders}:token     counter of fencing tokens
 //	tw:{orders}:wake      pub/sub channel of wake-ups
@@ -88,6 +90,18 @@
 // process replaced may show the former one's LastError and EnqueuedAt.
 // Processes of versions before pausing (durable.Queue.Pause) do not see a
 // pause: they go on claiming while it lasts.
+//
+// A message's Kind, MaxAttempts and Timeout are in the fields hash, and
+// only for a message that has one of them, so that a message without
+// them costs nothing more. A message written before the hash existed
+// reads as having none (the zero values). Processes of the version before
+// it keep working too, on the same terms: they deliver a message with
+// its payload but without its fields (no Kind to route it by), they
+// rewrite none, and their Ack, Cancel and trims leave the message's
+// entry behind. Each entry starts with the nonce of the Enqueue call that
+// wrote the message, which its meta keeps whatever happens to it, and
+// counts only under that nonce: a message that such a process replaced
+// has its own nonce, and reads as having none, never the former one's.
 //
 // # Scripts and fencing
 //

@@ -108,7 +108,11 @@
 // Enqueue, Claim (which promotes due messages and leases them at once),
 // Confirm, Ack, Retry, Extend, Cancel, Requeue and Expired are
 // each one Lua script, run with EVALSHA (EVAL when Redis does not have it
-// cached), so each is atomic.
+// cached), so each is atomic. With shards, a call runs its script on the
+// shards it needs; and a Claim with a HeldLease that found some shards
+// short of their share of the leases not held, while others held some,
+// makes one more script call on the latter, which gives those held leases
+// the Claim's Lease (see Store.Claim).
 //
 // Enqueue, Ack and Confirm calls that goroutines of a process make at the
 // same time share script calls: the calls that arrive while one such

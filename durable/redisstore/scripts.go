@@ -357,31 +357,35 @@ return n
 
 // claimScript leases pending messages due by Redis's now plus a horizon,
 // or nothing if the queue is paused (the field "" of meta, see
-// pauseScript),
-// earliest first: in state f (handed out) the first handout of those due
-// by now, in state a (claimed ahead, waiting for Confirm) the others; each
-// until lease after its due time or now, whichever is later. It stops
-// before the message whose payload would take the payloads leased over
-// maxbytes (the first is always leased).
+// pauseScript), earliest first. The first first messages it leases are
+// each leased until lease after its due time or now, whichever is later
+// (its ready time), in state f (handed out) if due by now, and otherwise
+// in state a (claimed ahead, waiting for Confirm); the others are held:
+// in state a, until heldlease after their ready time (lease if heldlease
+// is 0). It stops before the message whose payload would take the
+// payloads leased over maxbytes (the first is always leased).
 //
 //	KEYS     the shard's (see above)
-//	ARGV[1]  limit     the most messages to lease
-//	ARGV[2]  lease     µs
-//	ARGV[3]  maxbytes  the most payload bytes to lease
-//	ARGV[4]  ahead     µs after now that the horizon is
-//	ARGV[5]  handout   the most messages to hand out (state f)
+//	ARGV[1]  limit      the most messages to lease
+//	ARGV[2]  lease      µs
+//	ARGV[3]  maxbytes   the most payload bytes to lease
+//	ARGV[4]  ahead      µs after now that the horizon is
+//	ARGV[5]  first      how many of the leases, the first, are not held
+//	ARGV[6]  heldlease  µs: the lease of the others (0: lease)
 //	returns  {now, now+lease, next due, next deadline, {ID, payload,
 //	         attempt, token, due score, nanoseconds, last error, 1 if in
-//	         state a else 0, ready, deadline, fields, ...}, pending messages left
-//	         due by the
-//	         horizon, 1 if paused else 0}; a missing next due or deadline
-//	         is -1 (next due is -1 when paused)
+//	         state a else 0, ready, deadline, fields, ...}, pending
+//	         messages left due by the horizon, 1 if paused else 0}; a
+//	         missing next due or deadline is -1 (next due is -1 when
+//	         paused)
 var claimScript = redis.NewScript(prelude + `
 local limit = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
 local maxbytes = tonumber(ARGV[3])
 local ahead = tonumber(ARGV[4])
-local handout = tonumber(ARGV[5])
+local first = tonumber(ARGV[5])
+local heldlease = tonumber(ARGV[6])
+if heldlease <= 0 then heldlease = lease end
 local now = now_us()
 local deadline = now + lease
 local horizon = now + ahead
@@ -411,24 +415,28 @@ if limit > 0 then
     redis.call('ZREM', pending_key, unpack(members))
     local tok = redis.call('INCRBY', token_key, k) - k
     local zargs, hargs = {}, {}
+    local leased_n = 0
     for i = 1, k do
       local m = meta(metas[i])
       if m and m.st == 'p' then
         tok = tok + 1
+        leased_n = leased_n + 1
         local ts = num(tok)
         local att = m.att + 1
         -- The claim's arithmetic, in one place: ready is the later of
-        -- the due time and now, and the deadline ready + lease.
+        -- the due time and now, and the deadline ready + lease, or ready
+        -- + heldlease for a lease beyond the first first, held. Due ones
+        -- come before the others: the first first hand out those due.
         local ready = math.max(tonumber(due[2 * i]), now)
-        zargs[#zargs + 1] = num(ready + lease)
+        local st, l = 'a', lease
+        if leased_n > first then
+          l = heldlease
+        elseif tonumber(due[2 * i]) <= now then
+          st = 'f'
+        end
+        zargs[#zargs + 1] = num(ready + l)
         zargs[#zargs + 1] = ids[i]
         hargs[#hargs + 1] = ids[i]
-        local st = 'f'
-        if tonumber(due[2 * i]) > now or handout <= 0 then
-          st = 'a'
-        else
-          handout = handout - 1
-        end
         hargs[#hargs + 1] = mkmeta(st, '-', att, ts, m)
         out[#out + 1] = ids[i]
         out[#out + 1] = bodies[i] or ''
@@ -439,7 +447,7 @@ if limit > 0 then
         out[#out + 1] = errs[i] or ''
         out[#out + 1] = (st == 'a') and 1 or 0
         out[#out + 1] = ready
-        out[#out + 1] = ready + lease
+        out[#out + 1] = ready + l
         out[#out + 1] = fields_of(flds[i], m)
       end
     end
@@ -450,6 +458,39 @@ if limit > 0 then
   end
 end
 return {now, deadline, head(pending_key), head(inflight_key), out, redis.call('ZCOUNT', pending_key, '-inf', num(horizon)), 0}
+`)
+
+// firstLeaseScript gives leases that a Claim of several shards made held
+// (beyond the first of their claimScript call) the lease of the first
+// ones, when other shards had fewer messages than their share of those
+// (see Store.Claim): it moves the deadline of each lease that is still
+// current to the one given, Ready plus the claim's lease.
+//
+//	KEYS     the shard's (see above)
+//	ARGV[1]  n  how many leases follow (no ID twice)
+//	then 3 arguments a lease:
+//	         id        the message's ID
+//	         tok       the token of the lease
+//	         deadline  its new deadline (µs)
+//	returns  for each lease in order, 1 if it moved the deadline, 0 if
+//	         the lease is lost (nothing written for it)
+var firstLeaseScript = redis.NewScript(prelude + `
+local n = tonumber(ARGV[1])
+local ids = {}
+for i = 1, n do ids[i] = ARGV[3 * i - 1] end
+local metas = redis.call('HMGET', meta_key, unpack(ids))
+local out, zargs = {}, {}
+for i = 1, n do
+  if leased(meta(metas[i]), ARGV[3 * i]) then
+    zargs[#zargs + 1] = ARGV[3 * i + 1]
+    zargs[#zargs + 1] = ids[i]
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+if #zargs > 0 then redis.call('ZADD', inflight_key, 'XX', unpack(zargs)) end
+return out
 `)
 
 // retryScript ends the lease of an in-flight message, as the caller

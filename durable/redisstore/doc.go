@@ -96,12 +96,14 @@
 // them costs nothing more. A message written before the hash existed
 // reads as having none (the zero values). Processes of the version before
 // it keep working too, on the same terms: they deliver a message with
-// its payload but without its fields (no Kind to route it by), they
-// rewrite none, and their Ack, Cancel and trims leave the message's
-// entry behind. Each entry starts with the nonce of the Enqueue call that
-// wrote the message, which its meta keeps whatever happens to it, and
-// counts only under that nonce: a message that such a process replaced
-// has its own nonce, and reads as having none, never the former one's.
+// its payload but without its fields (no Kind to route it by), a message
+// they enqueue has none, and their Ack, Cancel and trims leave the
+// message's entry behind. Each entry starts with the nonce of the Enqueue
+// call that wrote the message, which its meta keeps whatever happens to
+// it, and counts only under that nonce: a message that such a process
+// replaced has its own nonce, and reads as having none, never the former
+// one's. (Versions from before the nonce write meta without it: a message
+// they claim or retry loses its fields.)
 //
 // # Scripts and fencing
 //

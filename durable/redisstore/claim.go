@@ -20,6 +20,9 @@ type result struct {
 	deadline                   int64 // of the leases
 	dueSoon                    int64 // pending messages left due by the horizon (Claim)
 	paused                     bool  // the shard is paused (Claim)
+	// first counts the leases of a Claim's call that are not held, the
+	// first ones (see claimScript); the others are held.
+	first int
 	// read counts the expired leases a call of Expired read, and full is
 	// set if it read as many as asked: the shard may have more.
 	read int
@@ -31,31 +34,40 @@ type result struct {
 }
 
 // Claim implements store.Store. A p.Limit above MaxClaim is cut to it, and
-// the lease is rounded up to the microsecond. A Claim also stops at about
-// 4 MiB of payloads, leasing the message that would take it over only if
-// it is the first, so that no script holds Redis long (see the package
-// documentation). With shards, Claim takes from every shard, starting with
-// a different one each call, and merges; see WithShards. If a shard fails
-// but others leased messages, Claim returns those, with NextDue and
-// NextDeadline at Now, so that the caller comes back soon; if no shard
-// leased any, it returns the error.
+// the leases are rounded up to the microsecond. A Claim also stops at
+// about 4 MiB of payloads, leasing the message that would take it over
+// only if it is the first, so that no script holds Redis long (see the
+// package documentation). With shards, Claim takes from every shard,
+// starting with a different one each call, and merges; see WithShards. If
+// a shard fails but others leased messages, Claim returns those, with
+// NextDue and NextDeadline at Now, so that the caller comes back soon; if
+// no shard leased any, it returns the error.
 //
-// With shards, the leases a Claim hands out (p.Limit-p.Held at most) are
-// shared among the shards in proportion to what each is asked for in the
-// first round, rounded down, and what is left goes to the later rounds:
-// a Claim may hand out fewer than it could, never more.
+// With shards, the first p.Limit-p.Held leases, those not held (handed
+// out if due, on p.Lease), are shared among the shards in proportion to
+// what each is asked for in the first round, and what is left goes to
+// the later rounds, to shards that made no held lease yet: a Claim may
+// hand out fewer than it could, never more. The leases of several shards
+// come by due time; with a p.HeldLease other than p.Lease, those not
+// held first, then the held ones, each by due time, and the first
+// p.Limit-p.Held leases it returns have the lease p.Lease, as the
+// contract says: when a shard had fewer messages than its share of them
+// while another made held leases, Claim moves the deadlines of as many of
+// those held leases (the earliest) to Ready+p.Lease, with one more script
+// call on each of their shards (firstLeaseScript), after the claim's. A
+// lease whose call fails keeps its p.HeldLease, and comes after the
+// others.
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, error) {
 	if s.closed.Load() {
 		return store.Claimed{}, store.ErrClosed
 	}
-	handOut := max(0, p.Limit-max(p.Held, 0))
 	limit := max(0, min(p.Limit, MaxClaim))
-	handOut = min(handOut, limit)
-	us, aheadUS := micros(p.Lease), micros(max(p.Ahead, 0))
-	share := handOutShares{total: handOut, limit: limit, called: make([]bool, len(s.shards))}
-	rs, failed, err := s.rounds(limit, maxReadBytes, func(sh, n int, bytes int64) (result, error) {
-		r, err := s.claimShard(ctx, sh, n, share.next(sh, n), us, aheadUS, bytes)
-		share.count(r)
+	first := min(max(0, p.Limit-max(p.Held, 0)), limit)
+	us, heldUS, aheadUS := micros(p.Lease), micros(p.HeldLease), micros(max(p.Ahead, 0))
+	share := firstShares{total: first, held: make([]bool, len(s.shards))}
+	rs, failed, err := s.rounds(limit, maxReadBytes, func(sh, n int, bytes int64, rank int) (result, error) {
+		r, err := s.claimShard(ctx, sh, n, share.next(sh, n, rank), us, heldUS, aheadUS, bytes)
+		share.count(sh, r)
 		return r, err
 	}, func(r result) bool {
 		return r.nextDue >= 0 && r.nextDue <= r.now+aheadUS
@@ -67,13 +79,105 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, 
 	c := store.Claimed{Now: instant(m.now), NextDue: instant(m.nextDue), NextDeadline: instant(m.nextDeadline),
 		DueSoon: int(min(m.dueSoon, MaxClaim))}
 	for _, r := range rs {
-		c.Leases = append(c.Leases, r.leases...)
 		c.Paused = c.Paused || r.paused
 	}
-	if len(rs) > 1 {
-		sortLeases(c.Leases)
-	}
+	c.Leases = s.claimOrder(ctx, rs, first, us, heldUS)
 	return c, nil
+}
+
+// claimOrder returns the leases of the claim calls rs, whose first
+// leases (not held, at most first in all) last us (µs) after their Ready
+// and the others, held, heldUS: those of one call as it made it; those
+// of several by due time, each shard's order kept, and if heldUS is not
+// us, min(first, all the leases) leases not held first, moving some held
+// ones if the calls made fewer (see Claim).
+func (s *Store) claimOrder(ctx context.Context, rs []shardResult, first int, us, heldUS int64) []store.Lease {
+	if len(rs) == 1 {
+		return rs[0].leases
+	}
+	var leases []store.Lease
+	if heldUS <= 0 || heldUS == us {
+		for _, r := range rs {
+			leases = append(leases, r.leases...)
+		}
+		sortLeases(leases)
+		return leases
+	}
+	var held []shardLease
+	for _, r := range rs {
+		leases = append(leases, r.leases[:r.first]...)
+		for _, l := range r.leases[r.first:] {
+			held = append(held, shardLease{Lease: l, shard: r.shard})
+		}
+	}
+	slices.SortStableFunc(held, func(a, b shardLease) int { return a.Due.Compare(b.Due) })
+	// The earliest held leases of each shard, as many as the first ones
+	// are short of, become first ones.
+	if short := min(first, len(leases)+len(held)) - len(leases); short > 0 {
+		moved := s.firstLease(ctx, held[:short], us-heldUS)
+		rest := held[:0:0]
+		for i, l := range held {
+			if i < short && moved[i] {
+				leases = append(leases, l.Lease)
+			} else {
+				rest = append(rest, l)
+			}
+		}
+		held = rest
+	}
+	sortLeases(leases)
+	for _, l := range held {
+		leases = append(leases, l.Lease)
+	}
+	return leases
+}
+
+// A shardLease is a lease with the shard that holds its message.
+type shardLease struct {
+	store.Lease
+	shard int
+}
+
+// firstLease moves the deadline of the held leases ls by add µs, with one
+// firstLeaseScript call for each of their shards, at once, and reports
+// for each whether its shard's call succeeded: then its Deadline is the
+// new one, unless the lease is lost. The leases of a shard whose call
+// failed keep their Deadline.
+func (s *Store) firstLease(ctx context.Context, ls []shardLease, add int64) []bool {
+	byShard := make([][]int, len(s.shards)) // indexes in ls
+	for i, l := range ls {
+		byShard[l.shard] = append(byShard[l.shard], i)
+	}
+	done := make([]bool, len(ls))
+	err := s.parallel(func(sh int) error {
+		if len(byShard[sh]) == 0 {
+			return nil
+		}
+		args := make([]any, 0, 1+3*len(byShard[sh]))
+		args = append(args, len(byShard[sh]))
+		for _, i := range byShard[sh] {
+			args = append(args, ls[i].ID, tokenString(ls[i].Token), ls[i].Deadline.UnixMicro()+add)
+		}
+		r, err := s.run(ctx, firstLeaseScript, sh, args...)
+		if err != nil {
+			return err
+		}
+		moved, err := replyArray(r, len(byShard[sh]))
+		if err != nil {
+			return err
+		}
+		for j, i := range byShard[sh] {
+			done[i] = true
+			if moved[j] == int64(1) {
+				ls[i].Deadline = ls[i].Deadline.Add(time.Duration(add) * time.Microsecond)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		s.opts.logger.Warn("redisstore: a claim's held leases kept their short lease", "queue", s.queue, "err", err)
+	}
+	return done
 }
 
 // Shard implements store.ShardedOrder: the shard of id (see WithShards).
@@ -82,39 +186,47 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, 
 // is in shard 0, and the orders are the full ones.
 func (s *Store) Shard(id string) int { return shardOf(id, len(s.shards)) }
 
-// handOutShares splits the leases a Claim may hand out among its script
-// calls, one per shard in a first round (run at once: each gets its
-// share of total, in proportion to the n it asks for, rounded down), then
-// one at a time (each may hand out what the calls before did not).
-type handOutShares struct {
-	mu           sync.Mutex
-	total, limit int
-	handed       int
-	called       []bool // the shard's first call was made
+// firstShares splits the first leases of a Claim, those not held (at
+// most p.Limit-p.Held), among its script calls. In the first round, one
+// call a shard at once, each gets its share of total as rounds shares
+// the limit, by its rank in the round's rotation: total/N, and one more
+// for the first total%N (never more than the n it asks for, which the
+// limit's share makes at least as large). A later call, one at a time,
+// gets what the calls before did not take, unless its shard made held
+// leases already: then none, so that each shard's leases are its first
+// ones, then its held ones.
+type firstShares struct {
+	mu    sync.Mutex
+	total int
+	given int    // the first leases the calls made
+	held  []bool // the shard made held leases
 }
 
-// next is how many the call asking shard sh for n leases may hand out.
-func (h *handOutShares) next(sh, n int) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.called[sh] {
-		h.called[sh] = true
-		if h.limit == 0 {
-			return 0
+// next is how many of its leases the call asking shard sh for n, of rank
+// rank in the first round (-1 in a later one), makes first ones.
+func (f *firstShares) next(sh, n, rank int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if rank >= 0 {
+		share := f.total / len(f.held)
+		if rank < f.total%len(f.held) {
+			share++
 		}
-		return h.total * n / h.limit
+		return min(n, share)
 	}
-	return min(n, max(0, h.total-h.handed))
+	if f.held[sh] {
+		return 0
+	}
+	return min(n, max(0, f.total-f.given))
 }
 
-// count adds the leases r handed out.
-func (h *handOutShares) count(r result) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, l := range r.leases {
-		if !l.Ahead {
-			h.handed++
-		}
+// count adds what the call on shard sh made.
+func (f *firstShares) count(sh int, r result) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.given += r.first
+	if len(r.leases) > r.first {
+		f.held[sh] = true
 	}
 }
 
@@ -131,10 +243,12 @@ func readyTime(score, ns, ready int64) time.Time {
 
 // claimFields is the number of elements of each lease in claimScript's
 // reply.
-const claimFields = 10
+const claimFields = 11
 
-func (s *Store) claimShard(ctx context.Context, sh, limit, handOut int, lease, ahead, bytes int64) (result, error) {
-	r, err := s.run(ctx, claimScript, sh, limit, lease, max(bytes, 1), ahead, handOut)
+// claimShard is one claimScript call on shard sh: up to limit leases,
+// the first first of them on lease µs, the others held on heldLease µs.
+func (s *Store) claimShard(ctx context.Context, sh, limit, first int, lease, heldLease, ahead, bytes int64) (result, error) {
+	r, err := s.run(ctx, claimScript, sh, limit, lease, max(bytes, 1), ahead, first, heldLease)
 	if err != nil {
 		return result{}, err
 	}
@@ -176,8 +290,13 @@ func (s *Store) claimShard(ctx context.Context, sh, limit, handOut int, lease, a
 		if err != nil {
 			return result{}, err
 		}
+		f, err := replyFields(ls[i+10])
+		if err != nil {
+			return result{}, err
+		}
 		res.leases = append(res.leases, store.Lease{
-			Message:   store.Message{ID: id, Payload: body, Due: dueTime(nums[2], nums[3])},
+			Message: store.Message{ID: id, Kind: f.kind, Payload: body, Due: dueTime(nums[2], nums[3]),
+				MaxAttempts: f.maxAttempts, Timeout: f.timeout},
 			Attempt:   int(nums[0]),
 			Token:     uint64(nums[1]),
 			Deadline:  time.UnixMicro(tail[2]),
@@ -188,6 +307,7 @@ func (s *Store) claimShard(ctx context.Context, sh, limit, handOut int, lease, a
 		res.bytes += int64(len(body))
 	}
 	res.n = len(res.leases)
+	res.first = min(first, res.n)
 	return res, nil
 }
 
@@ -204,7 +324,7 @@ func (s *Store) Expired(ctx context.Context, limit int) (store.ExpiredLeases, er
 	// A later round of a shard reads on after what its earlier ones read:
 	// nothing changes in between, so the same leases would come again.
 	read := make([]int, len(s.shards)) // per shard; the first round's calls each write their own
-	rs, failed, err := s.rounds(limit, math.MaxInt64, func(sh, n int, _ int64) (result, error) {
+	rs, failed, err := s.rounds(limit, math.MaxInt64, func(sh, n int, _ int64, _ int) (result, error) {
 		r, err := s.expiredShard(ctx, sh, n, read[sh])
 		read[sh] += r.read
 		return r, err
@@ -284,7 +404,10 @@ type shardResult struct {
 // payload bytes in all. With one shard it is one call. With several, the
 // first round calls every shard at once, each for its share of limit (0
 // for some if limit is below the shard count: the call still reports the
-// shard's next due time and deadline) and of maxBytes; then, while items
+// shard's next due time and deadline) and of maxBytes: limit/n, and one
+// more for the first limit%n in the round's rotation, each call's rank
+// in it (0 to n-1; 0 for the one call of one shard, -1 for the calls
+// after the first round); then, while items
 // and bytes are missing, the shards whose result says more are ready
 // (more) are called again, one after the other, for what is missing. A
 // call takes at least one item whatever its bytes, so the bytes may go
@@ -295,10 +418,10 @@ type shardResult struct {
 // stay: their work is done in Redis. If no call did any work (no item),
 // rounds returns the failures; otherwise it returns the results with
 // failed true, for merge to tell the caller to come back soon.
-func (s *Store) rounds(limit int, maxBytes int64, call func(sh, n int, bytes int64) (result, error), more func(result) bool) (rs []shardResult, failed bool, err error) {
+func (s *Store) rounds(limit int, maxBytes int64, call func(sh, n int, bytes int64, rank int) (result, error), more func(result) bool) (rs []shardResult, failed bool, err error) {
 	n := len(s.shards)
 	if n == 1 {
-		r, err := call(0, limit, maxBytes)
+		r, err := call(0, limit, maxBytes, 0)
 		if err != nil {
 			return nil, false, err
 		}
@@ -308,11 +431,12 @@ func (s *Store) rounds(limit int, maxBytes int64, call func(sh, n int, bytes int
 	first := make([]result, n)
 	firstErrs := make([]error, n)
 	_ = s.parallel(func(sh int) error {
+		rank := (sh - start + n) % n
 		share := limit / n
-		if (sh-start+n)%n < limit%n {
+		if rank < limit%n {
 			share++
 		}
-		first[sh], firstErrs[sh] = call(sh, share, max(maxBytes/int64(n), 1))
+		first[sh], firstErrs[sh] = call(sh, share, max(maxBytes/int64(n), 1), rank)
 		return nil
 	})
 	var (
@@ -344,7 +468,7 @@ func (s *Store) rounds(limit int, maxBytes int64, call func(sh, n int, bytes int
 			if down[sh] || !more(rs[last[sh]].result) {
 				continue
 			}
-			r, err := call(sh, limit-got, maxBytes-bytes)
+			r, err := call(sh, limit-got, maxBytes-bytes, -1)
 			if err != nil {
 				down[sh] = true
 				errs = append(errs, err)

@@ -207,6 +207,72 @@ func TestConcurrentConfirms(t *testing.T) {
 	}
 }
 
+// Confirmations with a By made at the same time share script calls, and
+// each moves its own lease's deadline, By from Redis's now, in that call;
+// one without By keeps its deadline, and one of a lease lost or refused
+// while paused changes nothing.
+func TestConcurrentConfirmsBy(t *testing.T) {
+	srv := startRedis(t)
+	s, trips := countedStore(t, srv)
+	const n = 60
+	leases := claimN(t, s, n, n)
+	by := func(i int) time.Duration { return time.Duration(i%3) * time.Hour } // 0: none
+	for i := 0; i < n; i += 5 {
+		require.NoError(t, s.Enqueue(ctx, []durable.Message{{ID: leases[i].ID, Payload: []byte("new"), Due: redisNow(t, s.client).Add(time.Hour)}}))
+	}
+	confirmAll := func() []error {
+		var wg sync.WaitGroup
+		results := make([]error, n)
+		start := make(chan struct{})
+		for i, l := range leases {
+			wg.Go(func() {
+				<-start
+				results[i] = s.Confirm(ctx, store.ConfirmParams{Lease: l.Ref(), By: by(i)})
+			})
+		}
+		close(start)
+		wg.Wait()
+		return results
+	}
+	snapshot := func() map[string]store.Info {
+		out := map[string]store.Info{}
+		for _, l := range leases {
+			info, err := s.Get(ctx, l.ID)
+			require.NoError(t, err)
+			out[l.ID] = info
+		}
+		return out
+	}
+
+	require.NoError(t, s.SetPaused(ctx, true))
+	unchanged := snapshot()
+	confirmAll()
+	assert.Equal(t, unchanged, snapshot(), "refused while paused, or lost: nothing changed")
+	require.NoError(t, s.SetPaused(ctx, false))
+
+	before := redisNow(t, s.client)
+	tripsBefore := trips.Load()
+	results := confirmAll()
+	after := redisNow(t, s.client)
+	assert.Less(t, trips.Load()-tripsBefore, int64(n), "concurrent confirmations share script calls")
+	got := snapshot()
+	for i, l := range leases {
+		info := got[l.ID]
+		if i%5 == 0 {
+			assert.ErrorIs(t, results[i], durable.ErrLeaseLost, l.ID)
+			assert.Equal(t, unchanged[l.ID], info, "%s: the new version, untouched", l.ID)
+			continue
+		}
+		require.NoError(t, results[i], l.ID)
+		if by(i) == 0 {
+			assert.Equal(t, l.Deadline, info.Deadline, "%s: no By, the deadline kept", l.ID)
+			continue
+		}
+		assert.False(t, info.Deadline.Before(before.Add(by(i))), "%s: deadline %v, By %v after the confirmation (from %v)", l.ID, info.Deadline, by(i), before)
+		assert.False(t, info.Deadline.After(after.Add(by(i))), "%s: deadline %v, By %v after the confirmation (to %v)", l.ID, info.Deadline, by(i), after)
+	}
+}
+
 // Acks and confirmations made at the same time share script calls, one
 // call carrying both kinds, and each gets its own outcome: a current lease
 // is acked or handed out, a stale token is refused.
@@ -221,9 +287,9 @@ func TestAcksAndConfirmationsShareScripts(t *testing.T) {
 	)
 	c.AddHook(cmdHook(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 		if isScript(cmd, leasesScript) {
-			argv := cmd.Args()[3+len(scriptKeys(cmd)):] // n, then id, token, kind a lease
+			argv := cmd.Args()[3+len(scriptKeys(cmd)):] // n, then id, token, kind, by a lease
 			kinds := map[string]bool{}
-			for i := 3; i < len(argv); i += 3 {
+			for i := 3; i < len(argv); i += 4 {
 				kinds[fmt.Sprint(argv[i])] = true
 			}
 			mu.Lock()

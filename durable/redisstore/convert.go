@@ -3,7 +3,10 @@ package redisstore
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
 // maxMicros is the largest score: Lua's doubles hold integers exactly up
@@ -75,6 +78,50 @@ func micros(d time.Duration) int64 {
 		d = maxDuration
 	}
 	return int64((d + time.Microsecond - 1) / time.Microsecond)
+}
+
+// fieldsArg is what the scripts keep in the fields hash for m, behind the
+// nonce of the call that writes it: "MaxAttempts|Timeout|Kind", Timeout in
+// nanoseconds and the Kind last, since it may hold a '|'; or "" for a
+// message with none of them, which the scripts keep no entry for.
+func fieldsArg(m *store.Message) string {
+	if m.Kind == "" && m.MaxAttempts == 0 && m.Timeout == 0 {
+		return ""
+	}
+	return strconv.Itoa(m.MaxAttempts) + "|" + strconv.FormatInt(int64(m.Timeout), 10) + "|" + m.Kind
+}
+
+// msgFields are the fields of a message beyond its ID, payload and due
+// time, as fieldsArg writes them.
+type msgFields struct {
+	kind        string
+	maxAttempts int
+	timeout     time.Duration
+}
+
+// parseFields is the inverse of fieldsArg: "" (a message written without
+// them, or by a version before them) is the zero fields.
+func parseFields(v string) (msgFields, error) {
+	if v == "" {
+		return msgFields{}, nil
+	}
+	att, rest, ok1 := strings.Cut(v, "|")
+	timeout, kind, ok2 := strings.Cut(rest, "|")
+	a, err1 := strconv.Atoi(att)
+	t, err2 := strconv.ParseInt(timeout, 10, 64)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil {
+		return msgFields{}, fmt.Errorf("redisstore: unexpected fields %q", v)
+	}
+	return msgFields{kind: kind, maxAttempts: a, timeout: time.Duration(t)}, nil
+}
+
+// replyFields reads the fields of a message in a script's reply.
+func replyFields(v any) (msgFields, error) {
+	s, ok := v.(string)
+	if !ok {
+		return msgFields{}, fmt.Errorf("redisstore: unexpected fields %T from a script, want a string", v)
+	}
+	return parseFields(s)
 }
 
 // tokenString formats a fencing token for a script.

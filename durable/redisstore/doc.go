@@ -23,6 +23,8 @@
 //	tw:{orders}:payload   hash: ID -> payload
 //	tw:{orders}:error     hash: ID -> the text of its last failed attempt's error
 //	tw:{orders}:enqueued  hash: ID -> when it was first enqueued (µs)
+//	tw:{orders}:fields    hash: ID -> its Kind, MaxAttempts and Timeout, if it
+//	                      has any, behind the nonce of the Enqueue that wrote it
 //	tw:{orders}:seq       counter of the order messages became pending or died
 //	tw:{orders}:token     counter of fencing tokens
 //	tw:{orders}:wake      pub/sub channel of wake-ups
@@ -89,12 +91,30 @@
 // Processes of versions before pausing (durable.Queue.Pause) do not see a
 // pause: they go on claiming while it lasts.
 //
+// A message's Kind, MaxAttempts and Timeout are in the fields hash, and
+// only for a message that has one of them, so that a message without
+// them costs nothing more. A message written before the hash existed
+// reads as having none (the zero values). Processes of the version before
+// it keep working too, on the same terms: they deliver a message with
+// its payload but without its fields (no Kind to route it by), a message
+// they enqueue has none, and their Ack, Cancel and trims leave the
+// message's entry behind. Each entry starts with the nonce of the Enqueue
+// call that wrote the message, which its meta keeps whatever happens to
+// it, and counts only under that nonce: a message that such a process
+// replaced has its own nonce, and reads as having none, never the former
+// one's. (Versions from before the nonce write meta without it: a message
+// they claim or retry loses its fields.)
+//
 // # Scripts and fencing
 //
 // Enqueue, Claim (which promotes due messages and leases them at once),
 // Confirm, Ack, Retry, Extend, Cancel, Requeue and Expired are
 // each one Lua script, run with EVALSHA (EVAL when Redis does not have it
-// cached), so each is atomic.
+// cached), so each is atomic. With shards, a call runs its script on the
+// shards it needs; and a Claim with a HeldLease that found some shards
+// short of their share of the leases not held, while others held some,
+// makes one more script call on the latter, which gives those held leases
+// the Claim's Lease (see Store.Claim).
 //
 // Enqueue, Ack and Confirm calls that goroutines of a process make at the
 // same time share script calls: the calls that arrive while one such
@@ -130,7 +150,10 @@
 // after the other on the shard's node, so exactly one wins. A message
 // claimed when already due is handed out by the Claim itself. Confirm is
 // one round trip at the due time, which the lateness of a delivery
-// includes (a fraction of a millisecond on a local network).
+// includes (a fraction of a millisecond on a local network). A Confirm
+// with a By (store.ConfirmParams) moves the lease's deadline in that same
+// script, so that a message held on a short lease gets the lease of its
+// hand-out with no second round trip.
 //
 // # Dead letters
 //

@@ -171,7 +171,7 @@ func (s *Store) write(ctx context.Context, msgs []store.Message) []error {
 
 // An enqueueCall is the arguments of one call of the enqueue script.
 type enqueueCall struct {
-	args     []any // ARGV: nonce, count, then 4 per message
+	args     []any // ARGV: nonce, count, then 5 per message
 	n, bytes int   // messages and payload bytes
 }
 
@@ -184,7 +184,7 @@ func (c *enqueueCall) fits(size int) bool {
 
 func (c *enqueueCall) add(m *store.Message) {
 	score, sub := dueArgs(m.Due)
-	c.args = append(c.args, m.ID, m.Payload, score, sub)
+	c.args = append(c.args, m.ID, m.Payload, score, sub, fieldsArg(m))
 	c.n++
 	c.bytes += len(m.Payload)
 	c.args[1] = c.n

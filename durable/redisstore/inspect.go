@@ -25,7 +25,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.Info, error) {
 	if r == int64(0) {
 		return store.Info{}, fmt.Errorf("%w: %q", store.ErrNotFound, id)
 	}
-	a, err := replyArray(r, 7)
+	a, err := replyArray(r, 1+itemFields)
 	if err != nil {
 		return store.Info{}, wrap("get", err)
 	}
@@ -61,10 +61,15 @@ func (it *item) before(o *item) bool {
 	return it.member < o.member
 }
 
-// inspectItem reads the 6 elements of a message in the reply of getScript
-// or listScript: member, score, attempt, enqueued, payload, last error.
+// itemFields is the number of elements of a message in the replies of
+// getScript (after its state letter) and listScript.
+const itemFields = 7
+
+// inspectItem reads the elements of a message in the reply of getScript
+// or listScript: member, score, attempt, enqueued, payload, last error,
+// fields.
 func inspectItem(st store.State, a []any) (item, error) {
-	if len(a) < 6 {
+	if len(a) < itemFields {
 		return item{}, fmt.Errorf("redisstore: unexpected item of %d elements", len(a))
 	}
 	member, ok := a[0].(string)
@@ -84,8 +89,13 @@ func inspectItem(st store.State, a []any) (item, error) {
 	if err != nil {
 		return item{}, err
 	}
+	f, err := replyFields(a[6])
+	if err != nil {
+		return item{}, err
+	}
 	it := item{score: nums[0], member: member}
-	info := store.Info{ID: member, Payload: body, State: st, Attempt: int(nums[1]), LastError: string(lastErr)}
+	info := store.Info{ID: member, Kind: f.kind, Payload: body, MaxAttempts: f.maxAttempts, Timeout: f.timeout,
+		State: st, Attempt: int(nums[1]), LastError: string(lastErr)}
 	if st != store.InFlight { // members of pending and dead have a prefix
 		if len(member) < memberPrefixLen {
 			return item{}, fmt.Errorf("redisstore: unexpected member %q", member)
@@ -214,9 +224,9 @@ func (s *Store) listShard(ctx context.Context, sh int, letter string, st store.S
 	if err != nil {
 		return nil, false, err
 	}
-	items := make([]item, 0, len(a)/6)
-	for i := 0; i+6 <= len(a); i += 6 {
-		it, err := inspectItem(st, a[i:i+6])
+	items := make([]item, 0, len(a)/itemFields)
+	for i := 0; i+itemFields <= len(a); i += itemFields {
+		it, err := inspectItem(st, a[i:i+itemFields])
 		if err != nil {
 			return nil, false, err
 		}

@@ -20,10 +20,11 @@ const (
 	keyWake
 	keyError
 	keyEnqueued
+	keyFields
 	numKeys
 )
 
-var keyNames = [numKeys]string{"pending", "inflight", "dead", "meta", "payload", "seq", "token", "wake", "error", "enqueued"}
+var keyNames = [numKeys]string{"pending", "inflight", "dead", "meta", "payload", "seq", "token", "wake", "error", "enqueued", "fields"}
 
 // A shard is one hash tag of a queue, and the keys that carry it, so that
 // they live in one slot of a Redis Cluster. A queue of one shard has the

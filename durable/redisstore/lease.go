@@ -11,24 +11,27 @@ import (
 // A lease's life after Claim: Confirm, Ack, Retry and Extend.
 
 // Confirm implements store.Store: one script call, which fails if an
-// Enqueue or Cancel of any process took the message back first. The acks
-// and confirmations of a shard under way at the same time share the call
-// (see coalesce.Coalescer).
-func (s *Store) Confirm(ctx context.Context, l store.LeaseRef) error {
-	return s.leaseCall(ctx, l, 'c')
+// Enqueue or Cancel of any process took the message back first. With
+// p.By, the same script moves the lease's deadline to p.By (rounded up
+// to the microsecond) from Redis's now, as Extend does. The acks and
+// confirmations of a shard under way at the same time share the call (see
+// coalesce.Coalescer).
+func (s *Store) Confirm(ctx context.Context, p store.ConfirmParams) error {
+	return s.leaseCall(ctx, leaseArg{p.Lease.ID, tokenString(p.Lease.Token), 'c', micros(p.By)})
 }
 
 // Ack implements store.Store: one script call, shared with the acks and
 // confirmations of the shard under way at the same time (see
 // coalesce.Coalescer).
 func (s *Store) Ack(ctx context.Context, l store.LeaseRef) error {
-	return s.leaseCall(ctx, l, 'a')
+	return s.leaseCall(ctx, leaseArg{l.ID, tokenString(l.Token), 'a', 0})
 }
 
 // A leaseArg is the argument of an ack or a confirmation.
 type leaseArg struct {
 	id, token string
-	kind      byte // 'a' for an ack, 'c' for a confirmation (see leasesScript)
+	kind      byte  // 'a' for an ack, 'c' for a confirmation (see leasesScript)
+	by        int64 // a confirmation's new deadline from now, µs (0: kept)
 }
 
 func (l leaseArg) op() string {
@@ -38,13 +41,13 @@ func (l leaseArg) op() string {
 	return "ack"
 }
 
-// leaseCall sends the call of kind on lease l through the coalescer of
-// its shard.
-func (s *Store) leaseCall(ctx context.Context, l store.LeaseRef, kind byte) error {
+// leaseCall sends the ack or confirmation l through the coalescer of its
+// shard.
+func (s *Store) leaseCall(ctx context.Context, l leaseArg) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	return s.leases[shardOf(l.ID, len(s.shards))].Do(ctx, leaseArg{l.ID, tokenString(l.Token), kind})
+	return s.leases[shardOf(l.id, len(s.shards))].Do(ctx, l)
 }
 
 // newLeaseCoalescers returns a coalescer a shard of the acks and
@@ -65,10 +68,10 @@ func newLeaseCoalescers(s *Store) []*coalesce.Coalescer[leaseArg] {
 // ErrPaused if the script says so (a Confirm while paused), or the
 // error of the call.
 func (s *Store) sendLeases(sh int, batch []*coalesce.Call[leaseArg]) {
-	args := make([]any, 0, 1+3*len(batch))
+	args := make([]any, 0, 1+4*len(batch))
 	args = append(args, len(batch))
 	for _, c := range batch {
-		args = append(args, c.Arg.id, c.Arg.token, string(c.Arg.kind))
+		args = append(args, c.Arg.id, c.Arg.token, string(c.Arg.kind), c.Arg.by)
 	}
 	ctx, cancel := coalesce.Context(batch)
 	defer cancel()

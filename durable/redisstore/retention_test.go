@@ -30,7 +30,7 @@ func killAll(t *testing.T, s *Store, r store.Retention, ids ...string) {
 }
 
 // hashLen is the number of fields of the queue's hash key (meta, payload,
-// error, enqueued).
+// error, enqueued, fields).
 func hashLen(t *testing.T, c redis.UniversalClient, s *Store, key int) int64 {
 	t.Helper()
 	n, err := c.HLen(context.Background(), s.shards[0].keys[key]).Result()

@@ -23,6 +23,8 @@ import (
 //	KEYS[8]  wake_key      pub/sub channel (a shard channel on Redis 7)
 //	KEYS[9]  error_key     hash: ID -> the text of its last failed attempt's error
 //	KEYS[10] enqueued_key  hash: ID -> when it was first enqueued (µs, Redis's clock)
+//	KEYS[11] fields_key    hash: ID -> "nonce|MaxAttempts|Timeout|Kind" of a message
+//	                       enqueued with any of them (see fields_of)
 //
 // Each script's comment gives its ARGV, which the script names once at its
 // top, and what it returns.
@@ -57,6 +59,17 @@ import (
 // a message without an enqueued time has no EnqueuedAt until an Enqueue
 // replaces it.
 //
+// The fields hash, apart from meta for the same reason, keeps a message's
+// Kind, MaxAttempts and Timeout (nanoseconds), only for a message that
+// has one of them: "MaxAttempts|Timeout|Kind" as the client wrote it
+// (fieldsArg), the Kind last since it may hold a '|', behind the nonce of
+// the Enqueue call that wrote the message and a '|'. An entry counts only
+// if its nonce is the one in the message's meta (fields_of): a message
+// without an entry, written before the hash existed or without any of the
+// fields, has the zero ones, and so has one that a process of an earlier
+// version replaced, which leaves the former message's entry behind but
+// writes another nonce. The scripts never read the fields themselves.
+//
 // Lua numbers are doubles: microseconds since 1970, seq and tokens are
 // integers below 2^53, exact, and are written with %.0f, never tostring,
 // which keeps only 14 digits. A script checks everything before its first
@@ -64,6 +77,7 @@ import (
 var prelude = `
 if redis.replicate_commands then redis.replicate_commands() end
 local pending_key, inflight_key, dead_key, meta_key, payload_key, seq_key, token_key, wake_key, error_key, enqueued_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+local fields_key = KEYS[11]
 local PUB = 'PUBLISH'
 if ` + shardedTest + ` then PUB = 'SPUBLISH' end
 
@@ -111,6 +125,16 @@ local function meta(raw)
     if not nonce then return nil end
   end
   return {st = st, pre = pre, att = tonumber(att), tok = tok, nonce = nonce}
+end
+
+-- fields_of returns the fields of the message whose meta is m, from raw,
+-- its entry in the fields hash (false or nil if none): the entry behind
+-- the nonce, if the nonce is the message's, and otherwise ''.
+local function fields_of(raw, m)
+  if not raw or not m then return '' end
+  local tag = m.nonce .. '|'
+  if string.sub(raw, 1, #tag) ~= tag then return '' end
+  return string.sub(raw, #tag + 1)
 end
 
 -- leased reports whether m is in flight (handed out or claimed ahead)
@@ -163,6 +187,7 @@ local function trim_dead(now, maxn, maxage)
   redis.call('HDEL', payload_key, unpack(ids))
   redis.call('HDEL', error_key, unpack(ids))
   redis.call('HDEL', enqueued_key, unpack(ids))
+  redis.call('HDEL', fields_key, unpack(ids))
   return #gone
 end
 
@@ -190,9 +215,10 @@ local function unlist(id, m)
 end
 
 -- put writes the message id as pending, due at score with the member
--- prefix pre, replacing what the shard held under id (m, its meta, or
--- nil) whatever its state; nonce is the writing call's, now Redis's now.
-local function put(id, body, score, pre, nonce, now, m)
+-- prefix pre, and the fields flds ('' for none), replacing what the shard
+-- held under id (m, its meta, or nil) whatever its state; nonce is the
+-- writing call's, now Redis's now.
+local function put(id, body, score, pre, nonce, now, m, flds)
   if not m or redis.call('HEXISTS', enqueued_key, id) == 0 then
     redis.call('HSET', enqueued_key, id, num(now))
   end
@@ -201,6 +227,11 @@ local function put(id, body, score, pre, nonce, now, m)
   redis.call('HSET', meta_key, id, metaof('p', pre, 0, 0, nonce))
   redis.call('HSET', payload_key, id, body)
   redis.call('HDEL', error_key, id)
+  if flds ~= '' then
+    redis.call('HSET', fields_key, id, nonce .. '|' .. flds)
+  elseif m then
+    redis.call('HDEL', fields_key, id)
+  end
 end
 
 -- drop deletes the message id if it is pending, dead, or claimed ahead
@@ -215,6 +246,7 @@ local function drop(id)
   redis.call('HDEL', payload_key, id)
   redis.call('HDEL', error_key, id)
   redis.call('HDEL', enqueued_key, id)
+  redis.call('HDEL', fields_key, id)
   return 1
 end
 `
@@ -241,11 +273,12 @@ var shardedScript = redis.NewScript(`if ` + shardedTest + ` then return 1 end re
 //	ARGV[1]  nonce  the random number of the round trip (of the Enqueue
 //	                calls it carries)
 //	ARGV[2]  n      how many messages follow
-//	then 4 arguments a message, named at the top of the loop:
+//	then 5 arguments a message, named at the top of the loop:
 //	         id     its ID
 //	         body   its payload
 //	         due    its due score (µs; empty for Redis's now)
 //	         ns     the NS_DIGITS digits of nanoseconds of its prefix
+//	         flds   its fields (fieldsArg; empty for none)
 //	returns  n
 var enqueueScript = redis.NewScript(prelude + `
 local nonce = ARGV[1]
@@ -255,18 +288,20 @@ local now = now_us()
 local nows = num(now)
 local seq = redis.call('INCRBY', seq_key, n) - n
 local ids = {}
-for i = 1, n do ids[i] = ARGV[4 * i - 1] end
+for i = 1, n do ids[i] = ARGV[5 * i - 2] end
 local metas = redis.call('HMGET', meta_key, unpack(ids))
 -- The writes of all the messages, made together below, as one command
 -- each: a command called from Lua costs more than its arguments. The loop
 -- runs per message of a batch, so it keeps counts rather than taking #
 -- of its tables, and calls neither prefix nor metaof, but does what they do.
-local zadd, metas_new, bodies, enqueued, written = {}, {}, {}, {}, {}
-local z, e, w = 0, 0, 0 -- the lengths of zadd (and metas_new and bodies), enqueued, written
+local zadd, metas_new, bodies, enqueued, written, flds_new, flds_gone = {}, {}, {}, {}, {}, {}, {}
+-- the lengths of zadd (and metas_new and bodies), enqueued, written,
+-- flds_new, flds_gone
+local z, e, w, f, g = 0, 0, 0, 0, 0
 local least, moved = -1, false
 for i = 1, n do
-  local a = 4 * i - 1
-  local id, body, due, ns = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
+  local a = 5 * i - 2
+  local id, body, due, ns, flds = ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4]
   seq = seq + 1
   local m = metas[i] and meta(metas[i])
   if not (m and nonce ~= '' and m.nonce == nonce) then
@@ -284,6 +319,15 @@ for i = 1, n do
     z = z + 2
     w = w + 1
     written[w] = id
+    -- A new message's fields need no delete: an entry left by an earlier
+    -- version has another nonce (see fields_of).
+    if flds ~= '' then
+      flds_new[f + 1], flds_new[f + 2] = id, nonce .. '|' .. flds
+      f = f + 2
+    elseif m then
+      g = g + 1
+      flds_gone[g] = id
+    end
     local sc = tonumber(score)
     if least < 0 or sc < least then least = sc end
   end
@@ -297,6 +341,8 @@ if w > 0 then
   redis.call('HDEL', error_key, unpack(written))
 end
 if e > 0 then redis.call('HSET', enqueued_key, unpack(enqueued)) end
+if f > 0 then redis.call('HSET', fields_key, unpack(flds_new)) end
+if g > 0 then redis.call('HDEL', fields_key, unpack(flds_gone)) end
 -- The earliest pending message: the one before or the earliest written,
 -- unless a message replaced was pending, which may have been the earliest.
 local after = before
@@ -311,31 +357,35 @@ return n
 
 // claimScript leases pending messages due by Redis's now plus a horizon,
 // or nothing if the queue is paused (the field "" of meta, see
-// pauseScript),
-// earliest first: in state f (handed out) the first handout of those due
-// by now, in state a (claimed ahead, waiting for Confirm) the others; each
-// until lease after its due time or now, whichever is later. It stops
-// before the message whose payload would take the payloads leased over
-// maxbytes (the first is always leased).
+// pauseScript), earliest first. The first first messages it leases are
+// each leased until lease after its due time or now, whichever is later
+// (its ready time), in state f (handed out) if due by now, and otherwise
+// in state a (claimed ahead, waiting for Confirm); the others are held:
+// in state a, until heldlease after their ready time (lease if heldlease
+// is 0). It stops before the message whose payload would take the
+// payloads leased over maxbytes (the first is always leased).
 //
 //	KEYS     the shard's (see above)
-//	ARGV[1]  limit     the most messages to lease
-//	ARGV[2]  lease     µs
-//	ARGV[3]  maxbytes  the most payload bytes to lease
-//	ARGV[4]  ahead     µs after now that the horizon is
-//	ARGV[5]  handout   the most messages to hand out (state f)
+//	ARGV[1]  limit      the most messages to lease
+//	ARGV[2]  lease      µs
+//	ARGV[3]  maxbytes   the most payload bytes to lease
+//	ARGV[4]  ahead      µs after now that the horizon is
+//	ARGV[5]  first      how many of the leases, the first, are not held
+//	ARGV[6]  heldlease  µs: the lease of the others (0: lease)
 //	returns  {now, now+lease, next due, next deadline, {ID, payload,
 //	         attempt, token, due score, nanoseconds, last error, 1 if in
-//	         state a else 0, ready, deadline, ...}, pending messages left
-//	         due by the
-//	         horizon, 1 if paused else 0}; a missing next due or deadline
-//	         is -1 (next due is -1 when paused)
+//	         state a else 0, ready, deadline, fields, ...}, pending
+//	         messages left due by the horizon, 1 if paused else 0}; a
+//	         missing next due or deadline is -1 (next due is -1 when
+//	         paused)
 var claimScript = redis.NewScript(prelude + `
 local limit = tonumber(ARGV[1])
 local lease = tonumber(ARGV[2])
 local maxbytes = tonumber(ARGV[3])
 local ahead = tonumber(ARGV[4])
-local handout = tonumber(ARGV[5])
+local first = tonumber(ARGV[5])
+local heldlease = tonumber(ARGV[6])
+if heldlease <= 0 then heldlease = lease end
 local now = now_us()
 local deadline = now + lease
 local horizon = now + ahead
@@ -361,27 +411,32 @@ if limit > 0 then
     local metas = redis.call('HMGET', meta_key, unpack(ids))
     local bodies = redis.call('HMGET', payload_key, unpack(ids))
     local errs = redis.call('HMGET', error_key, unpack(ids))
+    local flds = redis.call('HMGET', fields_key, unpack(ids))
     redis.call('ZREM', pending_key, unpack(members))
     local tok = redis.call('INCRBY', token_key, k) - k
     local zargs, hargs = {}, {}
+    local leased_n = 0
     for i = 1, k do
       local m = meta(metas[i])
       if m and m.st == 'p' then
         tok = tok + 1
+        leased_n = leased_n + 1
         local ts = num(tok)
         local att = m.att + 1
         -- The claim's arithmetic, in one place: ready is the later of
-        -- the due time and now, and the deadline ready + lease.
+        -- the due time and now, and the deadline ready + lease, or ready
+        -- + heldlease for a lease beyond the first first, held. Due ones
+        -- come before the others: the first first hand out those due.
         local ready = math.max(tonumber(due[2 * i]), now)
-        zargs[#zargs + 1] = num(ready + lease)
+        local st, l = 'a', lease
+        if leased_n > first then
+          l = heldlease
+        elseif tonumber(due[2 * i]) <= now then
+          st = 'f'
+        end
+        zargs[#zargs + 1] = num(ready + l)
         zargs[#zargs + 1] = ids[i]
         hargs[#hargs + 1] = ids[i]
-        local st = 'f'
-        if tonumber(due[2 * i]) > now or handout <= 0 then
-          st = 'a'
-        else
-          handout = handout - 1
-        end
         hargs[#hargs + 1] = mkmeta(st, '-', att, ts, m)
         out[#out + 1] = ids[i]
         out[#out + 1] = bodies[i] or ''
@@ -392,7 +447,8 @@ if limit > 0 then
         out[#out + 1] = errs[i] or ''
         out[#out + 1] = (st == 'a') and 1 or 0
         out[#out + 1] = ready
-        out[#out + 1] = ready + lease
+        out[#out + 1] = ready + l
+        out[#out + 1] = fields_of(flds[i], m)
       end
     end
     if #zargs > 0 then
@@ -402,6 +458,39 @@ if limit > 0 then
   end
 end
 return {now, deadline, head(pending_key), head(inflight_key), out, redis.call('ZCOUNT', pending_key, '-inf', num(horizon)), 0}
+`)
+
+// firstLeaseScript gives leases that a Claim of several shards made held
+// (beyond the first of their claimScript call) the lease of the first
+// ones, when other shards had fewer messages than their share of those
+// (see Store.Claim): it moves the deadline of each lease that is still
+// current to the one given, Ready plus the claim's lease.
+//
+//	KEYS     the shard's (see above)
+//	ARGV[1]  n  how many leases follow (no ID twice)
+//	then 3 arguments a lease:
+//	         id        the message's ID
+//	         tok       the token of the lease
+//	         deadline  its new deadline (µs)
+//	returns  for each lease in order, 1 if it moved the deadline, 0 if
+//	         the lease is lost (nothing written for it)
+var firstLeaseScript = redis.NewScript(prelude + `
+local n = tonumber(ARGV[1])
+local ids = {}
+for i = 1, n do ids[i] = ARGV[3 * i - 1] end
+local metas = redis.call('HMGET', meta_key, unpack(ids))
+local out, zargs = {}, {}
+for i = 1, n do
+  if leased(meta(metas[i]), ARGV[3 * i]) then
+    zargs[#zargs + 1] = ARGV[3 * i + 1]
+    zargs[#zargs + 1] = ids[i]
+    out[i] = 1
+  else
+    out[i] = 0
+  end
+end
+if #zargs > 0 then redis.call('ZADD', inflight_key, 'XX', unpack(zargs)) end
+return out
 `)
 
 // retryScript ends the lease of an in-flight message, as the caller
@@ -474,14 +563,19 @@ return 1
 
 // leasesScript acks and confirms leases, many at once: an ack deletes
 // the in-flight message of a current lease; a confirmation hands out a
-// lease claimed ahead (state a becomes f).
+// lease claimed ahead (state a becomes f), and with a positive by also
+// moves the lease's deadline to by after Redis's now, in the same write
+// (store.ConfirmParams.By); a confirmation of a lease handed out already
+// moves its deadline too.
 //
 //	KEYS     the shard's (see above)
 //	ARGV[1]  n    how many leases follow (no ID twice)
-//	then 3 arguments a lease:
+//	then 4 arguments a lease:
 //	         id    the message's ID
 //	         tok   the token of the lease
 //	         kind  'a' to ack it, 'c' to confirm it
+//	         by    µs: a confirmation's new deadline from now (0: the
+//	               deadline stays; always 0 for an ack)
 //	returns  for each lease in order, 1 if it is current (acked, or
 //	         confirmed now or already), 0 if it is lost, 2 for a
 //	         confirmation of a lease claimed ahead while the queue is
@@ -489,27 +583,37 @@ return 1
 var leasesScript = redis.NewScript(prelude + `
 local n = tonumber(ARGV[1])
 local ids = {}
-for i = 1, n do ids[i] = ARGV[3 * i - 1] end
+for i = 1, n do ids[i] = ARGV[4 * i - 2] end
 local metas = redis.call('HMGET', meta_key, unpack(ids))
 local paused = nil -- asked once, if a confirmation needs it
-local out, gone, hargs = {}, {}, {}
+local now = nil -- asked once, if a confirmation moves its deadline
+local out, gone, hargs, zargs = {}, {}, {}, {}
 for i = 1, n do
+  local a = 4 * i - 2
   local m = meta(metas[i])
-  if not leased(m, ARGV[3 * i]) then
+  if not leased(m, ARGV[a + 1]) then
     out[i] = 0
-  elseif ARGV[3 * i + 1] == 'a' then
+  elseif ARGV[a + 2] == 'a' then
     gone[#gone + 1] = ids[i]
     out[i] = 1
-  elseif m.st ~= 'a' then
-    out[i] = 1
   else
-    if paused == nil then paused = redis.call('HEXISTS', meta_key, '') == 1 end
-    if paused then
-      out[i] = 2
-    else
-      hargs[#hargs + 1] = ids[i]
-      hargs[#hargs + 1] = mkmeta('f', m.pre, m.att, m.tok, m)
+    if m.st == 'a' then
+      if paused == nil then paused = redis.call('HEXISTS', meta_key, '') == 1 end
+      if paused then
+        out[i] = 2
+      else
+        hargs[#hargs + 1] = ids[i]
+        hargs[#hargs + 1] = mkmeta('f', m.pre, m.att, m.tok, m)
+      end
+    end
+    if out[i] == nil then
       out[i] = 1
+      local by = tonumber(ARGV[a + 3])
+      if by > 0 then
+        if now == nil then now = now_us() end
+        zargs[#zargs + 1] = num(now + by)
+        zargs[#zargs + 1] = ids[i]
+      end
     end
   end
 end
@@ -519,8 +623,10 @@ if #gone > 0 then
   redis.call('HDEL', payload_key, unpack(gone))
   redis.call('HDEL', error_key, unpack(gone))
   redis.call('HDEL', enqueued_key, unpack(gone))
+  redis.call('HDEL', fields_key, unpack(gone))
 end
 if #hargs > 0 then redis.call('HSET', meta_key, unpack(hargs)) end
+if #zargs > 0 then redis.call('ZADD', inflight_key, 'XX', unpack(zargs)) end
 return out
 `)
 
@@ -634,8 +740,8 @@ return n
 //	KEYS     the shard's (see above)
 //	ARGV[1]  id  the message's ID
 //	returns  {state letter, member, score, attempt, enqueued, payload,
-//	         last error} (see inspectItem), or 0 if it holds no such
-//	         message
+//	         last error, fields} (see inspectItem), or 0 if it holds no
+//	         such message
 var getScript = redis.NewScript(prelude + `
 local id = ARGV[1]
 local m = meta(redis.call('HGET', meta_key, id))
@@ -647,7 +753,8 @@ elseif m.st == 'd' then
   key, member = dead_key, m.pre .. id
 end
 return {m.st, member, redis.call('ZSCORE', key, member) or '-1', m.att, redis.call('HGET', enqueued_key, id) or '',
-  redis.call('HGET', payload_key, id) or '', redis.call('HGET', error_key, id) or ''}
+  redis.call('HGET', payload_key, id) or '', redis.call('HGET', error_key, id) or '',
+  fields_of(redis.call('HGET', fields_key, id), m)}
 `)
 
 // listScript reads a page of the messages of one state, in order, after a
@@ -666,7 +773,7 @@ return {m.st, member, redis.call('ZSCORE', key, member) or '-1', m.att, redis.ca
 //	ARGV[4]  count          the most messages to return
 //	ARGV[5]  maxbytes       the most payload bytes to return
 //	returns  {ended, {member, score, attempt, enqueued, payload, last
-//	         error, ...}}, ended being 1 if no message follows the ones
+//	         error, fields, ...}}, ended being 1 if no message follows the ones
 //	         returned
 var listScript = redis.NewScript(prelude + `
 local state = ARGV[1]
@@ -724,6 +831,7 @@ for i = 1, n do
   out[#out + 1] = redis.call('HGET', enqueued_key, id) or ''
   out[#out + 1] = redis.call('HGET', payload_key, id) or ''
   out[#out + 1] = redis.call('HGET', error_key, id) or ''
+  out[#out + 1] = fields_of(redis.call('HGET', fields_key, id), m)
 end
 if start + n >= redis.call('ZCARD', set) then return {1, out} end
 return {0, out}
@@ -732,12 +840,12 @@ return {0, out}
 // The scripts of the series of durable.Queue.Schedule take the KEYS of a
 // shard, then:
 //
-//	KEYS[11]     series_key  hash: series name -> JSON {"fp", "last",
+//	KEYS[12]     series_key  hash: series name -> JSON {"fp", "last",
 //	                         "next", "pending"}, the times in Unix
 //	                         nanoseconds as decimal strings ("" for the
 //	                         zero time)
-//	KEYS[12..21] the KEYS of the shard of the message to cancel (the same
-//	             as KEYS[1..10] for a queue of one shard)
+//	KEYS[13..23] the KEYS of the shard of the message to cancel (the same
+//	             as KEYS[1..11] for a queue of one shard)
 //
 // series_key carries the queue's tag ({queue}), the slot of the shard of
 // a queue of one shard: so a step and its messages are one script on a
@@ -747,10 +855,11 @@ return {0, out}
 // seriesPrelude names the series' keys, and use_shard makes the prelude's
 // functions work on the shard whose KEYS start after KEYS[base].
 var seriesPrelude = prelude + `
-local series_key = KEYS[11]
+local series_key = KEYS[12]
 local function use_shard(base)
   pending_key, inflight_key, dead_key, meta_key, payload_key = KEYS[base + 1], KEYS[base + 2], KEYS[base + 3], KEYS[base + 4], KEYS[base + 5]
   seq_key, token_key, wake_key, error_key, enqueued_key = KEYS[base + 6], KEYS[base + 7], KEYS[base + 8], KEYS[base + 9], KEYS[base + 10]
+  fields_key = KEYS[base + 11]
 end
 `
 
@@ -771,12 +880,13 @@ end
 //	ARGV[10] due          its due score (µs; empty for Redis's now)
 //	ARGV[11] ns           the NS_DIGITS digits of nanoseconds of its prefix
 //	ARGV[12] nonce        the random number of the call
+//	ARGV[13] flds         the message's fields (fieldsArg; empty for none)
 //	returns  {1 if applied else 0, the series' JSON after the call ("" for
 //	         none)}
 var seriesStepScript = redis.NewScript(seriesPrelude + `
 local name, expect_last, expect_fp = ARGV[1], ARGV[2], ARGV[3]
 local fp, last, nxt, cancel = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local id, body, due, ns, nonce = ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12]
+local id, body, due, ns, nonce, flds = ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13]
 local raw = redis.call('HGET', series_key, name)
 local old = {fp = '', last = '', pending = ''}
 if raw then old = cjson.decode(raw) end
@@ -784,7 +894,7 @@ if old.fp ~= expect_fp or old.last ~= expect_last then
   return {0, raw or ''}
 end
 if cancel ~= '' then
-  use_shard(11)
+  use_shard(12)
   drop(cancel)
   use_shard(0)
 end
@@ -794,7 +904,7 @@ if id ~= '' then
   local seq = redis.call('INCR', seq_key)
   local now = now_us()
   if due == '' then due = num(now) end
-  put(id, body, due, prefix(ns, seq), nonce, now, meta(redis.call('HGET', meta_key, id)))
+  put(id, body, due, prefix(ns, seq), nonce, now, meta(redis.call('HGET', meta_key, id)), flds)
   notify(before, head(pending_key))
   pending = id
 end

@@ -110,7 +110,7 @@ func (s *Store) AdvanceSeries(ctx context.Context, p store.SeriesStep) (store.Se
 	score, sub := dueArgs(p.Message.Due)
 	r, err := s.runKeys(ctx, seriesStepScript, sh, keys, p.Name, nanosArg(p.ExpectLast), p.ExpectFingerprint,
 		p.Fingerprint, nanosArg(p.Last), nanosArg(p.Next), p.Cancel,
-		p.Message.ID, p.Message.Payload, score, sub, fmt.Sprintf("%016x", rand.Uint64()))
+		p.Message.ID, p.Message.Payload, score, sub, fmt.Sprintf("%016x", rand.Uint64()), fieldsArg(&p.Message))
 	if err != nil {
 		return store.Series{}, false, wrap("advance series", err)
 	}

@@ -338,7 +338,8 @@ func (s *Store) Expired(ctx context.Context, limit int) (store.ExpiredLeases, er
 	out := store.ExpiredLeases{Now: instant(m.now), NextDue: instant(m.nextDue), NextDeadline: instant(m.nextDeadline)}
 	for _, r := range rs {
 		for _, l := range r.leases {
-			out.Leases = append(out.Leases, store.ExpiredLease{ID: l.ID, Token: l.Token, Attempt: l.Attempt, Deadline: l.Deadline, Held: l.Ahead})
+			out.Leases = append(out.Leases, store.ExpiredLease{ID: l.ID, Token: l.Token, Attempt: l.Attempt, Deadline: l.Deadline, Held: l.Ahead,
+				MaxAttempts: l.MaxAttempts})
 		}
 	}
 	if len(rs) > 1 {
@@ -349,11 +350,11 @@ func (s *Store) Expired(ctx context.Context, limit int) (store.ExpiredLeases, er
 
 // expiredFields is the number of elements of each lease in
 // expiredScript's reply.
-const expiredFields = 5
+const expiredFields = 6
 
 // expiredShard reads up to limit expired leases of shard sh. The leases
-// of its result carry ID, Token, Attempt, Deadline and Ahead (held, not
-// confirmed) only.
+// of its result carry ID, Token, Attempt, Deadline, Ahead (held, not
+// confirmed) and MaxAttempts only.
 func (s *Store) expiredShard(ctx context.Context, sh, limit, skip int) (result, error) {
 	r, err := s.run(ctx, expiredScript, sh, limit, skip)
 	if err != nil {
@@ -387,7 +388,11 @@ func (s *Store) expiredShard(ctx context.Context, sh, limit, skip int) (result, 
 		if err != nil {
 			return result{}, err
 		}
-		res.leases = append(res.leases, store.Lease{Message: store.Message{ID: id}, Attempt: int(nums[1]),
+		f, err := replyFields(ls[i+5])
+		if err != nil {
+			return result{}, err
+		}
+		res.leases = append(res.leases, store.Lease{Message: store.Message{ID: id, MaxAttempts: f.maxAttempts}, Attempt: int(nums[1]),
 			Token: uint64(nums[2]), Deadline: time.UnixMicro(nums[0]), Ahead: nums[3] == 1})
 	}
 	res.n = len(res.leases)

@@ -674,7 +674,8 @@ return 1
 //	ARGV[1]  limit  the most leases to return (0 or more)
 //	ARGV[2]  skip   how many expired leases to skip first (a later page)
 //	returns  {now, next due, next deadline, {ID, deadline, attempt, token,
-//	         held (1: claimed ahead, not confirmed; else 0), ...}, leases
+//	         held (1: claimed ahead, not confirmed; else 0), fields (see
+//	         fields_of), ...}, leases
 //	         read}, times in µs, a missing next due or
 //	         deadline -1; a lease whose meta is not in flight is read
 //	         (counted) but left out
@@ -691,6 +692,7 @@ if limit > 0 then
   for i = 1, #r / 2 do ids[i] = r[2 * i - 1] end
   if #ids > 0 then
     local metas = redis.call('HMGET', meta_key, unpack(ids))
+    local flds = redis.call('HMGET', fields_key, unpack(ids))
     for i = 1, #ids do
       local m = meta(metas[i])
       if m and (m.st == 'f' or m.st == 'a') then
@@ -699,6 +701,7 @@ if limit > 0 then
         out[#out + 1] = m.att
         out[#out + 1] = m.tok
         if m.st == 'a' then out[#out + 1] = 1 else out[#out + 1] = 0 end
+        out[#out + 1] = fields_of(flds[i], m)
       end
     end
   end

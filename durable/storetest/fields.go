@@ -84,8 +84,12 @@ var fieldRules = []rule{
 		d.Kind, d.MaxAttempts, d.Timeout = "k", 1, time.Nanosecond
 		e.enqueue(p, f, d)
 		c := e.claim(claimArgs{Limit: 2, Lease: time.Hour})
-		require.Equal(e.t, []string{"inflight", "dead"}, ids(c.Leases))
-		e.retry(c.Leases[1], store.RetryParams{Dead: true})
+		e.requireOrder([]string{"inflight", "dead"}, ids(c.Leases), "claimed")
+		for _, l := range c.Leases {
+			if l.ID == "dead" {
+				e.retry(l, store.RetryParams{Dead: true})
+			}
+		}
 		e.reopen()
 		e.requireInfoFields(p, "pending, after the restart")
 		e.requireInfoFields(f, "in flight, after the restart")

@@ -90,6 +90,9 @@ func isRedisURL(store string) bool {
 
 // validateStore checks -store.
 func (o *options) validateStore() error {
+	if o.pgUnsafe && o.store != storeOwnPostgres {
+		return usagef("-pg-unsafe needs -store %s (a PostgreSQL of twbench's own)", storeOwnPostgres)
+	}
 	switch {
 	case o.store == storeBolt:
 		return nil
@@ -110,9 +113,6 @@ func (o *options) validateStore() error {
 			return usagef("-store: %v", err)
 		}
 		return nil
-	}
-	if o.pgUnsafe {
-		return usagef("-pg-unsafe needs -store %s (a PostgreSQL of twbench's own)", storeOwnPostgres)
 	}
 	return usagef("-store must be %s, %s, a redis:// URL, a postgres:// URL or a mysql:// URL, got %q", storeBolt, storeOwnPostgres, o.store)
 }

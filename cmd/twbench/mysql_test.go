@@ -106,7 +106,7 @@ func TestDurableOnMySQL(t *testing.T) {
 		}
 	})
 
-	figures := durableOnStoreRows(t, store, 18)
+	figures := durableOnStoreRows(t, store, 20)
 	assert.Positive(t, figures["database size (InnoDB data+index), N=2k pending"])
 	// One INSERT a message, and the store's wake-up poll meanwhile.
 	one := figures["SQL statements per message, enqueue, 1 producer, K=100"]

@@ -29,6 +29,7 @@ func init() {
 			"(or on the Redis of -store, in queues deleted afterwards, or on the PostgreSQL or MySQL of -store, in a scratch database " +
 			"dropped afterwards), 100-byte payloads: " +
 			"enqueues/s from 1, 8 and 64 producers one at a time and from 8 in batches of 100, and receive+acks/s with 8 consumers, K=-pending/200 messages each (100 to 20k); " +
+			"jobs worked/s with Run and 8 workers, plain and through a Mux of 2 kinds with JSON payloads (the medians of -rounds rounds that alternate which goes first); " +
 			"lateness p50/p99/max with 8 consumers, min(K, 2000) messages over min(2s, -window); " +
 			"reopen time (median of 3) and memory with -pending messages due in a day (about 400 B of disk each, or of Redis memory; " +
 			"PostgreSQL, MySQL: the scratch database's size); on MySQL also the SQL statements per message of the enqueues from 1 producer, " +
@@ -368,6 +369,14 @@ func runDurable(e *env) (rows []row, err error) {
 	perMessage(figure, statements, k)
 	rows = append(rows, sqlRows...)
 
+	plain, kinds, err := durableKinds(&warm, fresh, k)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows,
+		oursOnly(fmt.Sprintf("jobs worked with Run, %d workers, %s (median of -rounds)", durableConsumers, ks), unitJobsSec, plain),
+		oursOnly(fmt.Sprintf("jobs worked with Run through a Mux, 2 kinds, JSON payloads, %d workers, %s (median of -rounds)", durableConsumers, ks), unitJobsSec, kinds))
+
 	if dir, err = fresh("lateness"); err != nil {
 		return nil, err
 	}
@@ -635,4 +644,86 @@ func durableMemory(o *options, dir string, n int) (m durableMem, err error) {
 	m.after = durablebench.ReadMemory()
 	m.growth = m.after.Heap - min(m.after.Heap, before.Heap)
 	return m, nil
+}
+
+// kindOrder and kindReminder are the kinds of durableKinds's messages.
+var (
+	kindOrder    = durable.NewKind[benchOrder]("order.close")
+	kindReminder = durable.NewKind[benchOrder]("order.remind")
+)
+
+// benchOrder is the payload of durableKinds's messages: about 100 bytes
+// of JSON.
+type benchOrder struct {
+	ID    string `json:"id"`
+	Shop  string `json:"shop"`
+	Note  string `json:"note"`
+	Total int    `json:"total"`
+}
+
+// durableKinds returns the jobs worked per second of Run with
+// durableConsumers workers on k messages due now, in -rounds rounds that
+// alternate which goes first, each in a new queue: plain, messages with
+// 100-byte payloads and a handler that acks them; kinds, messages of two
+// kinds with payloads of JSON of about 100 bytes, through a Mux that
+// decodes each (what a queue of kinds costs beside a plain one); the
+// medians of the rounds.
+func durableKinds(o *options, fresh func(string) (string, error), k int) (plain, kinds float64, err error) {
+	mux := durable.NewMux()
+	nop := func(context.Context, *durable.Delivery, benchOrder) error { return nil }
+	durable.Register(mux, kindOrder, nop)
+	durable.Register(mux, kindReminder, nop)
+	var plains, kindss []float64
+	for r := range o.rounds {
+		ours := func() error {
+			dir, err := fresh(fmt.Sprintf("run-%d", r))
+			if err != nil {
+				return err
+			}
+			rate, _, err := durableReceiveAck(o, dir, k, runRate, nil)
+			plains = append(plains, rate)
+			return err
+		}
+		withKinds := func() error {
+			dir, err := fresh(fmt.Sprintf("run-kinds-%d", r))
+			if err != nil {
+				return err
+			}
+			rate, err := durableKindsRate(o, dir, k, mux)
+			kindss = append(kindss, rate)
+			return err
+		}
+		if err := sideBySide(r, []func() error{ours}, []func() error{withKinds}); err != nil {
+			return 0, 0, fmt.Errorf("jobs worked with Run: %w", err)
+		}
+	}
+	return median(plains), median(kindss), nil
+}
+
+// durableKindsRate preloads a new queue in dir with k messages of two
+// kinds due now and returns the jobs per second of Run through mux.
+func durableKindsRate(o *options, dir string, k int, mux *durable.Mux) (perSec float64, err error) {
+	q, closeAll, err := openDurable(o, dir)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { err = errors.Join(err, closeAll()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), durableGiveUp)
+	defer cancel()
+	err = durablebench.PreloadMessages(ctx, q, k, func(i int) (durable.Message, error) {
+		kind := kindOrder
+		if i%2 == 1 {
+			kind = kindReminder
+		}
+		id := durablebench.ID("m", i)
+		return kind.Message(id, benchOrder{ID: id, Shop: "shop-7", Note: "close it if still unpaid", Total: 4200 + i}, time.Time{})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("preload: %w", err)
+	}
+	perSec, err = durablebench.RunHandlerRate(ctx, q, durableConsumers, k, mux.Handle)
+	if err != nil {
+		return 0, giveUpError(ctx, err)
+	}
+	return perSec, nil
 }

@@ -36,11 +36,13 @@ func TestDurableScenarioFigures(t *testing.T) {
 	// -pending 2000: K is the floor, 100, and the window 100ms.
 	lateOf := ", 8 consumers, K=100 over 100ms"
 	want := map[string]string{
-		"enqueue, 1 producer, K=100":                           unitEnqueuesSec,
-		"enqueue, 8 producers, K=100":                          unitEnqueuesSec,
-		"enqueue, 64 producers, K=100":                         unitEnqueuesSec,
-		"enqueue in batches of 100, 8 producers, K=100":        unitEnqueuesSec,
-		"receive+ack, 8 consumers, K=100":                      unitAcksSec,
+		"enqueue, 1 producer, K=100":                                 unitEnqueuesSec,
+		"enqueue, 8 producers, K=100":                                unitEnqueuesSec,
+		"enqueue, 64 producers, K=100":                               unitEnqueuesSec,
+		"enqueue in batches of 100, 8 producers, K=100":              unitEnqueuesSec,
+		"receive+ack, 8 consumers, K=100":                            unitAcksSec,
+		"jobs worked with Run, 8 workers, K=100 (median of -rounds)": unitJobsSec,
+		"jobs worked with Run through a Mux, 2 kinds, JSON payloads, 8 workers, K=100 (median of -rounds)": unitJobsSec,
 		"lateness p50" + lateOf:                                unitMillis,
 		"lateness p99" + lateOf:                                unitMillis,
 		"lateness max" + lateOf:                                unitMillis,
@@ -171,7 +173,7 @@ func TestDurableOnRedis(t *testing.T) {
 // returns its figures, checking those that every store has.
 func durableOnStore(t *testing.T, store string) map[string]float64 {
 	t.Helper()
-	return durableOnStoreRows(t, store, 15)
+	return durableOnStoreRows(t, store, 17)
 }
 
 // durableOnStoreRows is durableOnStore for a store whose run has n
@@ -193,6 +195,7 @@ func durableOnStoreRows(t *testing.T, store string, n int) map[string]float64 {
 	assert.Positive(t, figures["enqueue in batches of 100, 8 producers, K=100"])
 	assert.Positive(t, figures["enqueue, 64 producers, K=100"])
 	assert.Positive(t, figures["receive+ack, 8 consumers, K=100"])
+	assert.Positive(t, figures["jobs worked with Run through a Mux, 2 kinds, JSON payloads, 8 workers, K=100 (median of -rounds)"])
 	assert.Zero(t, figures["received before due, 8 consumers, K=100 over 100ms"])
 	return figures
 }

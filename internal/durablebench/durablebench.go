@@ -78,12 +78,22 @@ func ReceiveAckRate(ctx context.Context, q *durable.Queue, consumers, n int) (fl
 // already (see Preload), and returns receive+acks per second: the same
 // work as ReceiveAckRate, through the runner.
 func RunRate(ctx context.Context, q *durable.Queue, workers, n int) (float64, error) {
+	return RunHandlerRate(ctx, q, workers, n, func(context.Context, *durable.Delivery) error { return nil })
+}
+
+// RunHandlerRate is RunRate with h as the handler of each message, which
+// must return nil: the rate of a queue whose messages go through h (a
+// Mux, say).
+func RunHandlerRate(ctx context.Context, q *durable.Queue, workers, n int, h durable.Handler) (float64, error) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var handled atomic.Int64
 	start := time.Now()
 	var once sync.Once
-	err := q.Run(ctx, workers, func(context.Context, *durable.Delivery) error {
+	err := q.Run(ctx, workers, func(ctx context.Context, d *durable.Delivery) error {
+		if err := h(ctx, d); err != nil {
+			return err
+		}
 		if handled.Add(1) == int64(n) {
 			// The last ack follows this return; Run waits for it.
 			once.Do(stop)
@@ -178,6 +188,27 @@ func Preload(ctx context.Context, q *durable.Queue, prefix string, n, payload in
 				return nil
 			}
 			if err := q.Enqueue(ctx, durable.Message{ID: ID(prefix, i), Payload: body, Due: due(i)}); err != nil {
+				return err
+			}
+		}
+	})
+}
+
+// PreloadMessages enqueues n messages, msg(0) to msg(n-1), from 8
+// goroutines, one message per Enqueue.
+func PreloadMessages(ctx context.Context, q *durable.Queue, n int, msg func(i int) (durable.Message, error)) error {
+	var next atomic.Int64
+	return parallel(8, func() error {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= n {
+				return nil
+			}
+			m, err := msg(i)
+			if err != nil {
+				return err
+			}
+			if err := q.Enqueue(ctx, m); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,7 @@
-// Package mysqlstore is a store.Store on MySQL or MariaDB, for a delay
-// queue shared by many processes, whose messages can be written in the
-// same transaction as the application's own rows:
+// Package mysqlstore is the MySQL and MariaDB store of package durable:
+// a store.Store for a delay queue shared by many processes, whose
+// messages can be written in the same transaction as the application's
+// own rows. A queue on it:
 //
 //	db, err := sql.Open("mysql", "app:secret@tcp(db:3306)/shop?parseTime=true&interpolateParams=true")
 //	...

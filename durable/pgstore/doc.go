@@ -1,6 +1,7 @@
-// Package pgstore is a store.Store on PostgreSQL, for a delay queue
-// shared by many processes, whose messages can be written in the same
-// transaction as the application's own rows:
+// Package pgstore is the PostgreSQL store of package durable: a
+// store.Store for a delay queue shared by many processes, whose messages
+// can be written in the same transaction as the application's own rows.
+// A queue on it:
 //
 //	pool, err := pgxpool.New(ctx, "postgres://app@db/app")
 //	...

@@ -1,5 +1,6 @@
-// Package redisstore is a store.Store on Redis, for a delay queue shared
-// by many processes on many machines:
+// Package redisstore is the Redis store of package durable: a
+// store.Store for a delay queue shared by many processes on many
+// machines. A queue on it:
 //
 //	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"localhost:6379"}})
 //	store, err := redisstore.New(client, "orders")

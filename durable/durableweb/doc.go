@@ -1,16 +1,21 @@
-// Package durableweb serves a web dashboard of a durable.Queue: counts of
-// pending, in-flight and dead messages and how they moved over the last
-// hour, the pending and dead messages counted by kind (the 20 largest
-// kinds of each; bounded, see WithKindCounts), the throughput and
-// lateness an Observer saw, each state's messages as a list paged with
-// the queue's cursors and filtered by ID prefix, by kind (or those
-// without one), or both, each message with its kind, payload, and its
-// own max attempts and timeout when it has them, and actions on them
-// (requeue, cancel, enqueue with a kind, max attempts and timeout, or
-// replace, the form showing the message's; "requeue all dead" requeues
-// those the dead list's filter shows) and on the queue (pause and
-// resume, see durable.Queue.Pause; a badge in the header says when it is
-// paused) unless the dashboard is ReadOnly.
+// Package durableweb serves a web dashboard of a durable.Queue, to watch
+// the queue and act on its messages from a browser: its counts and how
+// they moved, its messages by state and kind, and actions on them and on
+// the queue.
+//
+// The dashboard shows the counts of pending, in-flight and dead messages
+// and how they moved over the last hour, the pending and dead messages
+// counted by kind (the 20 largest kinds of each; bounded, see
+// WithKindCounts), the throughput and lateness an Observer saw, and each
+// state's messages as a list paged with the queue's cursors and filtered
+// by ID prefix, by kind (or those without one), or both, each message
+// with its kind, payload, and its own max attempts and timeout when it
+// has them; a badge in the header says when the queue is paused. Unless
+// the dashboard is ReadOnly, it also acts on the messages (requeue,
+// cancel, enqueue with a kind, max attempts and timeout, or replace, the
+// form showing the message's; "requeue all dead" requeues those the dead
+// list's filter shows) and on the queue (pause and resume, see
+// durable.Queue.Pause).
 //
 // Mount it under any prefix of a service's mux:
 //

@@ -1,6 +1,6 @@
 // Package deliverylog writes the logs of the consumer processes of the
 // stores' multi-process tests, one line an event, each with one write, so
-// that a process killed with SIGKILL loses nothing it wrote:
+// that a process killed with SIGKILL loses nothing it wrote. Its lines:
 //
 //	D id attempt due received deadline payload   (a delivery; times in Unix ns)
 //	A id                                         (its Ack returned nil)

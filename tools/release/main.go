@@ -1,6 +1,7 @@
 // Command release pins the repository's modules to a version and tags
 // them, so that a user's go command finds each one at that version with
-// `go install .../cmd/twq@VERSION` and `go get .../durable/redisstore@VERSION`:
+// `go install .../cmd/twq@VERSION` and `go get .../durable/redisstore@VERSION`.
+// To tag v0.1.0:
 //
 //	go run ./tools/release -tag v0.1.0
 //

@@ -4,7 +4,8 @@ import "github.com/seed64e23a5c/timingwheel/durable/store"
 
 // Store keeps the messages of a Queue: the contract of package
 // durable/store, which every backend implements (durable/boltstore, the
-// file of Open; durable/memstore; durable/redisstore; durable/pgstore).
+// file of Open; durable/memstore; durable/redisstore; durable/pgstore;
+// durable/mysqlstore).
 type Store = store.Store
 
 // The names below moved to package durable/store, which store writers

@@ -3,7 +3,8 @@
 // database/sql/driver is between database/sql and its drivers. Queue
 // users program against package durable; this package is for those who
 // write a store (durable/boltstore, durable/memstore, durable/redisstore,
-// durable/pgstore) and for tools that work on a store without a queue.
+// durable/pgstore, durable/mysqlstore) and for tools that work on a store
+// without a queue.
 //
 // A store implements Store, the thirteen methods every queue needs, and
 // may implement the optional interfaces Pauser, SeriesKeeper, Notifier,

@@ -145,7 +145,7 @@ func TestParseArgsStore(t *testing.T) {
 		_, err := parseArgs([]string{"-store", bad})
 		var ue *usageError
 		require.ErrorAs(t, err, &ue, "%q", bad)
-		assert.Contains(t, err.Error(), "-store must be bolt, a redis:// URL, a postgres:// URL or a mysql:// URL", bad)
+		assert.Contains(t, err.Error(), "-store must be bolt, postgres, a redis:// URL, a postgres:// URL or a mysql:// URL", bad)
 	}
 	for _, bad := range []string{"mysql:///app", "mysql://app@db.example.com/?tls=nosuchconfig"} {
 		_, err := parseArgs([]string{"durable", "-store", bad})

@@ -178,6 +178,8 @@ func TestRiverScenarioOnPostgres(t *testing.T) {
 		"SQL statements per job worked (vs River defaults, K=100)":                       unitStatementsMsg,
 		"jobs worked, 8 workers, K=100" + fast:                                           unitJobsSec,
 		"SQL statements per job worked" + fast:                                           unitStatementsMsg,
+		"commits per job worked (the server's, all databases)" + fast:                    unitCommitsMsg,
+		"WAL fsyncs per job worked (the server's)" + fast:                                unitFsyncsMsg,
 	}
 	const calls = "store calls per job worked: "
 	claimRow, ackRow := calls+"Claim (ours, a round trip each: the claim and its plan setting)", calls+"Ack (ours, concurrent ones share a statement)"
@@ -223,12 +225,18 @@ func TestRiverScenarioOnPostgres(t *testing.T) {
 		case unitEnqueuesSec, unitJobsSec:
 			assert.Positive(t, ours[figure], figure)
 			assert.Positive(t, theirs[figure], figure)
-		case unitStatementsMsg:
+		case unitStatementsMsg, unitCommitsMsg:
 			// Something per message, and fewer than 20 statements.
 			for _, v := range []float64{ours[figure], theirs[figure]} {
 				assert.Positive(t, v, figure)
 				assert.Less(t, v, 20.0, figure)
 			}
+		case unitFsyncsMsg:
+			// None on a server without fsync (the tests' own), and at
+			// most a commit's worth otherwise.
+			c := "commits per job worked (the server's, all databases)" + fast
+			assert.LessOrEqual(t, ours[figure], ours[c], figure)
+			assert.LessOrEqual(t, theirs[figure], theirs[c], figure)
 		}
 	}
 	// At most one INSERT a message for ours (the 8 producers' concurrent

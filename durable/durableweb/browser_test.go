@@ -274,6 +274,16 @@ func TestDashboardInABrowser(t *testing.T) {
 // observer the matching totals, so that its charts have lines.
 func screenshot(t *testing.T, b *browser, d *Dashboard, q *durable.Queue, root, path string) {
 	require.NoError(t, d.Close())
+	// Messages of two kinds, for the overview's counts by kind.
+	for i := range 7 {
+		kind := "order.close"
+		if i%3 == 2 {
+			kind = "order.remind"
+		}
+		id := fmt.Sprintf("order-%d", 40+i)
+		require.NoError(t, q.Enqueue(context.Background(), durable.Message{ID: id, Kind: kind, Payload: []byte(`{"order":"` + id + `"}`),
+			Due: time.Now().Add(time.Duration(20+i) * time.Minute)}))
+	}
 	st, err := q.Stats(context.Background())
 	require.NoError(t, err)
 	d.ring.mu.Lock()

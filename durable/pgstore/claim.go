@@ -45,7 +45,9 @@ import (
 //     those it made), and how many pending are still due by the horizon
 //     (up to $7), and whether it locked messages it then left pending
 //     (beyond $6 bytes), and whether the queue is paused. With no lease,
-//     one row of hints alone.
+//     one row of hints alone. Each row ends with a later reading of the
+//     clock, taken as the row is made, below the sort, so after every
+//     row of u: the latest of them is the Claimed.Now (see readClaim).
 //
 //     $1 queue, $2 limit, $3 how many due by now may be handed out, $4 ahead
 //     (µs), $5 lease (µs), $6 payload bytes, $7 cap of DueSoon, $8 lease of
@@ -100,9 +102,21 @@ SELECT u.id, u.payload, u.due, u.attempt, u.token, u.deadline, u.held, u.last_er
 		ORDER BY p.due, p.seq LIMIT $2::bigint + $7::bigint) x
 	WHERE x.id NOT IN (SELECT u3.id FROM u u3)),
 	(SELECT count(*) FROM c) > (SELECT count(*) FROM k),
-	n.paused
+	n.paused,
+	clock_timestamp()
 FROM n LEFT JOIN u ON true
 ORDER BY u.rn`
+
+// latest returns the latest of ts.
+func latest(ts ...time.Time) time.Time {
+	var l time.Time
+	for _, t := range ts {
+		if t.After(l) {
+			l = t
+		}
+	}
+	return l
+}
 
 // lockedRetry is how long after its horizon a Claim that skipped due
 // messages locked by others says to claim again (see Claim).
@@ -148,8 +162,9 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, 
 // readClaim reads the leases and hints of the claim of p from rows.
 func (s *Store) readClaim(rows pgx.Rows, p store.ClaimParams) (store.Claimed, error) {
 	var (
-		c   store.Claimed
-		cut bool // left messages it could lease for their size
+		c       store.Claimed
+		cut     bool      // left messages it could lease for their size
+		claimed time.Time // the now the claim decided by (n.now)
 	)
 	for rows.Next() {
 		var (
@@ -165,12 +180,19 @@ func (s *Store) readClaim(rows pgx.Rows, p store.ClaimParams) (store.Claimed, er
 			nextDue, nextDeadline  *time.Time
 			dueSoon                int64
 			paused                 bool
+			later                  time.Time
 		)
 		if err := rows.Scan(&id, &payload, &due, &attempt, &token, &deadline, &held, &lastError, &ready,
-			&kind, &maxAttempts, &timeout, &now, &nextDue, &nextDeadline, &dueSoon, &cut, &paused); err != nil {
+			&kind, &maxAttempts, &timeout, &now, &nextDue, &nextDeadline, &dueSoon, &cut, &paused, &later); err != nil {
 			return store.Claimed{}, err
 		}
-		c.Now, c.NextDue, c.NextDeadline = now, orZero(nextDue), orZero(nextDeadline)
+		// Now is the latest reading of the clock: the queue maps the
+		// leases' instants to its own clock from it and the moment the
+		// claim returned, so the later it was read, the less late a
+		// message claimed ahead is handed out (n.now, read as the
+		// statement began, is a whole claim's time older).
+		claimed = now
+		c.Now, c.NextDue, c.NextDeadline = latest(c.Now, now, later), orZero(nextDue), orZero(nextDeadline)
 		c.DueSoon = int(min(dueSoon, maxDueSoon))
 		c.Paused = paused
 		if id == nil {
@@ -193,14 +215,14 @@ func (s *Store) readClaim(rows pgx.Rows, p store.ClaimParams) (store.Claimed, er
 	if err := rows.Err(); err != nil {
 		return store.Claimed{}, err
 	}
-	horizon := c.Now.Add(max(p.Ahead, 0))
+	horizon := claimed.Add(max(p.Ahead, 0))
 	if !c.Paused && !cut && len(c.Leases) < max(0, min(p.Limit, MaxClaim)) && !c.NextDue.IsZero() && !c.NextDue.After(horizon) {
 		// Messages due by the horizon that the claim did not lease,
 		// though it could have: others hold them locked (a claim in
 		// progress, a transaction that replaces them). Claiming again at
 		// once would skip them again, and again, while they are held: the
 		// next claim comes a little after the horizon instead.
-		c.NextDue = horizon.Add(lockedRetry)
+		c.NextDue = c.Now.Add(max(p.Ahead, 0) + lockedRetry)
 	}
 	return c, nil
 }

@@ -165,8 +165,9 @@ func TestHeldLeasesAreShortKeptAndComeBackSoonAfterACrash(t *testing.T) {
 
 // TestHeldLeaseIsExtendedToTheVisibilityTimeoutAtItsHandOut: the worker
 // that takes a held message confirms it (a Cancel then finds it in
-// flight) and extends its lease to the visibility timeout before the
-// handler starts; the holder extends it no more.
+// flight), the confirmation moving its lease to the visibility timeout in
+// the same write, before the handler starts; the holder extends it no
+// more.
 func TestHeldLeaseIsExtendedToTheVisibilityTimeoutAtItsHandOut(t *testing.T) {
 	const visibility = 30 * time.Second
 	mock := clock.NewMock()

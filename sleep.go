@@ -93,6 +93,16 @@ func (a *sleeper) set(target int64, wait time.Duration) {
 		a.timer.Reset(wait)
 		a.timerOn = true
 	}
+	if !a.real && a.now() >= target {
+		// The clock passed target between the reading above and the
+		// Reset: a mock clock moved by another goroutine (a test's Add)
+		// runs only the timers set before it moved, so this one would
+		// wait for the next move. Go off now instead.
+		select {
+		case a.expired <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // stop unsets the sleeper. A timerfd armed before may still go off once,

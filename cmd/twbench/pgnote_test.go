@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -24,9 +22,7 @@ func TestOwnPostgresRunsAsUsersDo(t *testing.T) {
 	for _, unsafe := range []bool{false, true} {
 		o.store, o.pgUnsafe = storeOwnPostgres, unsafe
 		stop, err := startPostgres(o)
-		if errors.Is(err, pgtest.ErrNoPostgres) && os.Getenv("REQUIRE_POSTGRES") != "1" {
-			t.Skipf("%v: skipping (apt-get install postgresql, or set REQUIRE_POSTGRES=1 to fail instead)", err)
-		}
+		pgtest.SkipIfAbsent(t, err)
 		require.NoError(t, err)
 		require.NoError(t, checkPostgres(o))
 		var note bytes.Buffer

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,9 +34,7 @@ var (
 func pgServer(t *testing.T) *pgtest.Server {
 	t.Helper()
 	pgOnce.Do(func() { pgShared, pgErr = pgtest.Start() })
-	if errors.Is(pgErr, pgtest.ErrNoPostgres) && os.Getenv("REQUIRE_POSTGRES") != "1" {
-		t.Skipf("%v: skipping (apt-get install postgresql, or set REQUIRE_POSTGRES=1 to fail instead)", pgErr)
-	}
+	pgtest.SkipIfAbsent(t, pgErr)
 	require.NoError(t, pgErr, "starting PostgreSQL")
 	return pgShared
 }

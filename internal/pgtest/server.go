@@ -209,15 +209,23 @@ func (s *Server) logTail() string {
 	return "\npostgres.log:\n" + strings.Join(lines, "\n")
 }
 
+// SkipIfAbsent skips t with a message if err, of Start or StartWith,
+// says there are no PostgreSQL binaries, unless REQUIRE_POSTGRES=1: then
+// the caller fails on err as on any other.
+func SkipIfAbsent(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, ErrNoPostgres) && os.Getenv("REQUIRE_POSTGRES") != "1" {
+		t.Skipf("%v: skipping (apt-get install postgresql, or set REQUIRE_POSTGRES=1 to fail instead)", err)
+	}
+}
+
 // ForTest starts a server for t, stopped and removed when t ends. Without
 // PostgreSQL binaries it skips t with a message, or fails it if
 // REQUIRE_POSTGRES=1.
 func ForTest(t testing.TB) *Server {
 	t.Helper()
 	srv, err := Start()
-	if errors.Is(err, ErrNoPostgres) && os.Getenv("REQUIRE_POSTGRES") != "1" {
-		t.Skipf("%v: skipping (apt-get install postgresql, or set REQUIRE_POSTGRES=1 to fail instead)", err)
-	}
+	SkipIfAbsent(t, err)
 	if err != nil {
 		t.Fatalf("starting PostgreSQL: %v", err)
 	}

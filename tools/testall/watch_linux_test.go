@@ -26,7 +26,7 @@ func TestDescends(t *testing.T) {
 func TestScanSeesAChild(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
-		t.Skip("no sleep(1)")
+		t.Skip("no sleep(1) on PATH (coreutils) to start as a child: skipping")
 	}
 	cmd := exec.Command(sleep, "5")
 	if err := cmd.Start(); err != nil {

@@ -180,17 +180,8 @@ func consume(ctx context.Context, q *durable.Queue, consumers, n int, f func(*du
 // q, from 8 goroutines at once, so that their writes share commits.
 func Preload(ctx context.Context, q *durable.Queue, prefix string, n, payload int, due func(i int) time.Time) error {
 	body := make([]byte, payload)
-	var next atomic.Int64
-	return parallel(8, func() error {
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= n {
-				return nil
-			}
-			if err := q.Enqueue(ctx, durable.Message{ID: ID(prefix, i), Payload: body, Due: due(i)}); err != nil {
-				return err
-			}
-		}
+	return PreloadMessages(ctx, q, n, func(i int) (durable.Message, error) {
+		return durable.Message{ID: ID(prefix, i), Payload: body, Due: due(i)}, nil
 	})
 }
 

@@ -14,6 +14,20 @@ import (
 
 // explain returns the rows of EXPLAIN query, each as "column=value"
 // pairs, and the key and Extra of each table's row.
+// requireUpdateByPrimaryKey checks that a plan updates the table t, and
+// finds its rows there through the primary key.
+func requireUpdateByPrimaryKey(t *testing.T, plan, keys []string) {
+	t.Helper()
+	found := false
+	for i, k := range keys {
+		if strings.Contains(plan[i], "table=t ") {
+			require.Equal(t, "PRIMARY", k, plan[i])
+			found = true
+		}
+	}
+	require.True(t, found, "the plan updates t")
+}
+
 func explain(t *testing.T, query string, args ...any) (plan []string, keys, extras []string) {
 	t.Helper()
 	rows, err := testDBHandle(t).QueryContext(ctx, "EXPLAIN "+expand(query), args...)
@@ -81,12 +95,5 @@ func TestClaimPlan(t *testing.T) {
 	now := datetime(time.Now())
 	plan, keys, _ = explain(t, lease, "m00600", now, 1, 1, 0, "m00601", now, 2, 2, 0, s.queue)
 	t.Logf("EXPLAIN of the claim's update:\n%s", strings.Join(plan, "\n"))
-	found := false
-	for i, k := range keys {
-		if strings.Contains(plan[i], "table=t ") {
-			require.Equal(t, "PRIMARY", k, plan[i])
-			found = true
-		}
-	}
-	require.True(t, found, "the plan updates t")
+	requireUpdateByPrimaryKey(t, plan, keys)
 }

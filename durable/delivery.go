@@ -37,8 +37,8 @@ type Delivery struct {
 	q         *Queue
 	dueAt     time.Time // when it may be handed out, on the queue's clock
 	handedOut time.Time // when it was, on the queue's clock (see deliver)
-	ahead     bool      // claimed ahead or held: to be confirmed before it is handed out
-	held      bool      // claimed held by Run, on a short lease (see HeldLease)
+	ahead     bool      // claimed ahead: to be confirmed before it is handed out
+	held      bool      // claimed ahead and held by Run, on a short lease (see HeldLease)
 	revoked   bool      // replaced or cancelled while held (under q.mu)
 }
 

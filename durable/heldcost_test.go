@@ -14,8 +14,8 @@ import (
 )
 
 // TestHeldLeaseOfACrashedProcessCostsNothing: a process claimed two
-// messages, handed one out (Claim with Held 1) and died; the other was
-// held, never confirmed. When the leases expire, the queue that reaps
+// messages, handed one out and held the other, due later (Claim with
+// Held 1), and died; the held one was never confirmed. When the leases expire, the queue that reaps
 // gives the held one back with no attempt counted and no error text; the
 // handed-out one counts its attempt and LeaseExpired.
 func TestHeldLeaseOfACrashedProcessCostsNothing(t *testing.T) {
@@ -23,17 +23,18 @@ func TestHeldLeaseOfACrashedProcessCostsNothing(t *testing.T) {
 	mock.Set(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	s := memstore.New(mock)
 	ctx := context.Background()
-	require.NoError(t, s.Enqueue(ctx, []store.Message{{ID: "handed", Due: mock.Now()}, {ID: "held", Due: mock.Now()}}))
-	c, err := s.Claim(ctx, store.ClaimParams{Limit: 2, Held: 1, Lease: 30 * time.Second})
+	require.NoError(t, s.Enqueue(ctx, []store.Message{{ID: "handed", Due: mock.Now()}, {ID: "held", Due: mock.Now().Add(heldAhead)}}))
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 2, Held: 1, Lease: 30 * time.Second, Ahead: time.Second})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, 2)
-	require.True(t, c.Leases[1].Ahead, "the second is held")
+	require.False(t, c.Leases[0].Ahead, "the first is handed out")
+	require.True(t, c.Leases[1].Ahead, "the second, due later, is held")
 	// The process dies here: nothing confirmed, acked or given back.
 
 	q, err := New(s, WithClock(mock), withClaimAhead(0), WithBackoff(fixedBackoff), quietLogger())
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, q.Close()) }()
-	mock.Add(30 * time.Second) // the leases expire; the queue reaps
+	mock.Add(30*time.Second + heldAhead) // the leases expire; the queue reaps
 	require.Eventually(t, func() bool {
 		st, err := q.Stats(ctx)
 		return err == nil && st.InFlight == 0
@@ -64,13 +65,15 @@ func TestFailedConfirmationCostsNothing(t *testing.T) {
 	mock.Set(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	s := newFaultStore(mock)
 	ctx := context.Background()
-	q, err := New(s, WithClock(mock), withClaimAhead(0), quietLogger(), WithVisibilityTimeout(10*time.Second))
+	q, err := New(s, WithClock(mock), withClaimAhead(time.Second), quietLogger(), WithVisibilityTimeout(10*time.Second))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, q.Close()) }()
-	enqueueDueNow(t, q, mock, "a")
+	enqueueSoon(t, q, mock, "a")
 	ds, err := q.claimDue(ctx, func() (int, int) { return 1, 1 }) // held
 	require.NoError(t, err)
 	require.Len(t, ds, 1)
+	require.True(t, ds[0].held)
+	mock.Add(heldAhead) // due
 	s.set(OpConfirm, true, false)
 	_, err = q.deliver(ds[0])
 	require.ErrorIs(t, err, errRevoked, "not handed out")

@@ -68,7 +68,8 @@ func (c *crashStore) Expired(ctx context.Context, limit int) (store.ExpiredLease
 }
 
 // holdAll claims as Run's dispatcher does with its one worker busy and a
-// window of n: all held, registered with r's holder.
+// window of n, messages due later (see enqueueSoon): all held,
+// registered with r's holder.
 func holdAll(t *testing.T, q *Queue, r *runner, n int) []*Delivery {
 	t.Helper()
 	r.window = n
@@ -85,7 +86,8 @@ func holdAll(t *testing.T, q *Queue, r *runner, n int) []*Delivery {
 
 // TestHeldLeasesAreShortKeptAndComeBackSoonAfterACrash: Run's worker is
 // busy with a message handed out, on a lease of the visibility timeout
-// (30s), and four more wait for it, held, on leases of HeldLease (2s),
+// (30s), and four more, claimed ahead of their due time, wait for it,
+// held, on leases of HeldLease (2s),
 // which Run extends while they wait (here for 10s). The process dies:
 // nothing more reaches the store. Another queue on the store gets the
 // four held messages within HeldLease of the crash, at attempt 1 with no
@@ -97,11 +99,12 @@ func TestHeldLeasesAreShortKeptAndComeBackSoonAfterACrash(t *testing.T) {
 	mock.Set(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	mem := memstore.New(mock)
 	s := &crashStore{Store: mem}
-	q, err := New(s, WithClock(mock), withClaimAhead(0), WithVisibilityTimeout(visibility), quietLogger())
+	q, err := New(s, WithClock(mock), withClaimAhead(time.Second), WithVisibilityTimeout(visibility), quietLogger())
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, q.Close()) }()
 	ctx := context.Background()
-	enqueueDueNow(t, q, mock, "handed", "h1", "h2", "h3", "h4")
+	enqueueDueNow(t, q, mock, "handed")
+	enqueueSoon(t, q, mock, "h1", "h2", "h3", "h4")
 
 	r := newRunner(ctx, q, nil, 1)
 	handed, err := q.claimDue(ctx, r.claimSize) // the idle worker's
@@ -117,7 +120,7 @@ func TestHeldLeasesAreShortKeptAndComeBackSoonAfterACrash(t *testing.T) {
 	for _, d := range held {
 		info, err := mem.Get(ctx, d.ID)
 		require.NoError(t, err)
-		assert.Equal(t, mock.Now().Add(HeldLease), info.Deadline, "%s: held, on a short lease", d.ID)
+		assert.Equal(t, mock.Now().Add(heldAhead+HeldLease), info.Deadline, "%s: held, on a short lease from its due time", d.ID)
 	}
 
 	stopHolding := r.hold()
@@ -173,11 +176,11 @@ func TestHeldLeaseIsExtendedToTheVisibilityTimeoutAtItsHandOut(t *testing.T) {
 	mock := clock.NewMock()
 	mock.Set(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	mem := memstore.New(mock)
-	q, err := New(mem, WithClock(mock), withClaimAhead(0), WithVisibilityTimeout(visibility), quietLogger())
+	q, err := New(mem, WithClock(mock), withClaimAhead(time.Second), WithVisibilityTimeout(visibility), quietLogger())
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, q.Close()) }()
 	ctx := context.Background()
-	enqueueDueNow(t, q, mock, "a")
+	enqueueSoon(t, q, mock, "a")
 
 	var handled int
 	r := newRunner(ctx, q, func(hctx context.Context, d *Delivery) error {
@@ -208,16 +211,17 @@ func TestHeldMessageWhoseConfirmationFailsIsNotHandedOut(t *testing.T) {
 	mock := clock.NewMock()
 	mock.Set(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	s := newFaultStore(mock)
-	q, err := New(s, WithClock(mock), withClaimAhead(0), quietLogger())
+	q, err := New(s, WithClock(mock), withClaimAhead(time.Second), quietLogger())
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, q.Close()) }()
 	ctx := context.Background()
-	enqueueDueNow(t, q, mock, "a")
+	enqueueSoon(t, q, mock, "a")
 	r := newRunner(ctx, q, func(context.Context, *Delivery) error {
 		t.Error("the handler started on an unconfirmed lease")
 		return nil
 	}, 1)
 	ds := holdAll(t, q, r, 1)
+	mock.Add(heldAhead) // due
 	s.set(OpConfirm, true, false)
 	r.pending.Store(0)
 	runWorker(r, ds...)
@@ -245,7 +249,7 @@ func TestHeldMessageLostAtItsHandOutIsNoLeaseLostEvent(t *testing.T) {
 	mock := clock.NewMock()
 	mock.Set(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	var lost atomic.Int32
-	q, err := New(lostConfirmStore{memstore.New(mock)}, WithClock(mock), withClaimAhead(0), quietLogger(),
+	q, err := New(lostConfirmStore{memstore.New(mock)}, WithClock(mock), withClaimAhead(time.Second), quietLogger(),
 		WithObserver(ObserverFunc(func(e Event) {
 			if e.Kind == EventLeaseLost {
 				lost.Add(1)
@@ -253,12 +257,13 @@ func TestHeldMessageLostAtItsHandOutIsNoLeaseLostEvent(t *testing.T) {
 		})))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, q.Close()) }()
-	enqueueDueNow(t, q, mock, "a")
+	enqueueSoon(t, q, mock, "a")
 	r := newRunner(context.Background(), q, func(context.Context, *Delivery) error {
 		t.Error("the handler started on a lost lease")
 		return nil
 	}, 1)
 	ds := holdAll(t, q, r, 1)
+	mock.Add(heldAhead) // due
 	r.pending.Store(0)
 	runWorker(r, ds...)
 	assert.Zero(t, lost.Load(), "EventLeaseLost for a message no handler saw")

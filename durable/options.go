@@ -131,7 +131,8 @@ func (c *config) callTimeout() time.Duration {
 }
 
 // HeldLease is the longest lease of a message that Run holds for a busy
-// worker (see Run): min(HeldLease, visibility timeout/2). It does not grow
+// worker, claimed ahead of its due time (see Run): min(HeldLease,
+// visibility timeout/2). It does not grow
 // with the visibility timeout, so that after a crash such a message, which
 // no handler saw, comes back within it, not after the visibility timeout.
 const HeldLease = 2 * time.Second

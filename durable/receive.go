@@ -72,12 +72,12 @@ func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 // claimDue waits until messages are due and claims up to n of them, where
 // n, held = want() (asked before each claim; n is 1 or more), earliest
 // first: the first n-held for receivers waiting now, each on a lease of
-// the visibility timeout; the last held (0 to n) held (see Store.Claim),
-// on a short lease (see HeldLease), for Run to keep alive while they wait
-// (runner.hold) and to confirm with a lease of the visibility timeout
-// when it hands them out (handOut). One claim, one store write, for
-// both. It
-// returns at least one, each to be handed out with deliver. Once the store
+// the visibility timeout; the last held (0 to n) for later: those due
+// already handed out by the claim, on the same lease, and those claimed
+// ahead held (see Store.Claim), on a short lease (see HeldLease), for
+// Run to keep alive while they wait (runner.hold) and to confirm with a
+// lease of the visibility timeout when it hands them out (handOut). One
+// claim, one store write, for all. It returns at least one, each to be handed out with deliver. Once the store
 // leased them it returns them even if ctx ended meanwhile: a lease taken
 // is handed out. Its errors are Receive's.
 func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Delivery, error) {
@@ -105,7 +105,7 @@ func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Del
 				ds := make([]*Delivery, len(c.Leases))
 				for i, l := range c.Leases {
 					ds[i] = q.delivery(c.Now, l)
-					ds[i].held = i >= n-held
+					ds[i].held = l.Ahead && i >= n-held
 				}
 				return ds, nil
 			}

@@ -41,10 +41,18 @@ var ErrHandlerPanic = errors.New("durable: handler panicked")
 // finished during the previous claim. A message claimed beyond the idle workers
 // waits in Run for the next free worker: up to about three claims' time
 // while handlers keep that pace, and never more than four messages per
-// worker wait in all. Such a message is claimed held (see Store.Claim):
-// it is not handed out yet, so an Enqueue or a Cancel of it, from any
+// worker wait in all.
+//
+// A message already due when Run claims it is handed out by the claim,
+// on a lease of the visibility timeout, whether a worker is idle for it
+// or it waits in Run for one: from the claim on, an Enqueue or a Cancel
+// of it loses, as against a message in a handler's hands (Cancel returns
+// ErrInFlight), and the worker that takes it calls the store no more
+// before its handler starts. A message claimed ahead of its due time
+// (at most 50ms ahead) for a busy worker is held (see Store.Claim): it
+// is not handed out yet, so an Enqueue or a Cancel of it, from any
 // process, that returns before a worker takes it wins, as it does
-// against a message claimed ahead (see Receive): Cancel succeeds, and
+// against a message claimed ahead by Receive: Cancel succeeds, and
 // neither the cancelled message nor the replaced version reaches a
 // handler. Its lease is short, HeldLease (2s; half the visibility timeout
 // if that is shorter), whatever the visibility timeout, and Run extends
@@ -93,7 +101,12 @@ var ErrHandlerPanic = errors.New("durable: handler panicked")
 // attempt and leaving no error text (as Close does with a message claimed
 // ahead).
 //
-// Only a hand-out to a handler counts an attempt. A message Run held for
+// A hand-out counts an attempt: the claim's, for a message already due,
+// or the confirmation's, for one claimed ahead. A message that waited in
+// Run and reached no handler gives it back when Run's ctx ends (see
+// above); after a crash of the process, a message the claim handed out
+// comes back when its lease expires, as one in a handler's hands does,
+// at its next attempt with LeaseExpired. A message Run held for
 // a busy worker that never reached one costs nothing whatever ends its
 // lease: given back (shutdown, a pause), or, after a crash of the process
 // or a confirmation that failed, reaped when its lease expires, with no
@@ -113,7 +126,8 @@ var ErrHandlerPanic = errors.New("durable: handler panicked")
 //
 // While the queue is paused (see Pause), Run takes no new message: a
 // message it holds for a busy worker goes back to the store when the
-// worker comes to it, and the handlers running go on. A Resume wakes it.
+// worker comes to it, and the handlers running go on, as do the messages
+// handed out by a claim before the pause. A Resume wakes it.
 //
 // Run returns nil when ctx ends, ErrClosed if the queue is closed while
 // it runs, and ErrCorrupt if the store is damaged. A store that cannot
@@ -296,11 +310,12 @@ func (r *runner) adjustWindow(n int) {
 // demand is at most the workers plus the window, so there is room.
 //
 // The first messages, one for each idle worker, are handed out by the
-// claim, on leases of the visibility timeout; the rest (held, see
+// claim, on leases of the visibility timeout, and so are the rest if due
+// already; the rest claimed ahead of their due time (held, see
 // Store.Claim) wait for a busy worker: not handed out yet, so an Enqueue
 // or Cancel of one from any process wins, and on a short lease
 // (HeldLease), so that after a crash they come back soon. One claim, one
-// store write, brings both.
+// store write, brings all.
 func (r *runner) claimSize() (n, held int) {
 	pending := int(r.pending.Load())
 	n = min(max(r.demand(), 1), cap(r.jobs)-pending, maxClaim)

@@ -24,6 +24,12 @@ type claimRecorder struct {
 	holdAcks chan struct{} // nil: acks go through
 	acking   chan string   // told of each Ack held
 	extends  atomic.Int64
+	confirms atomic.Int64
+}
+
+func (s *claimRecorder) Confirm(ctx context.Context, p store.ConfirmParams) error {
+	s.confirms.Add(1)
+	return s.Store.Confirm(ctx, p)
 }
 
 func (s *claimRecorder) Extend(ctx context.Context, p store.ExtendParams) error {
@@ -238,16 +244,16 @@ func TestRunWindowFollowsTheHandlersPace(t *testing.T) {
 }
 
 // TestRunHoldsWhatWaitsForAWorker claims as Run's dispatcher does with its
-// one worker busy and a window of 4: the 4 messages are claimed held, so
-// that an Enqueue or a Cancel from another queue on the store, returning
-// while they wait in Run, wins: the cancelled message and the replaced
-// version are never handed to the handler.
+// one worker busy and a window of 4, messages due soon: the 4 are claimed
+// ahead and held, so that an Enqueue or a Cancel from another queue on the
+// store, returning while they wait in Run, wins: the cancelled message and
+// the replaced version are never handed to the handler.
 func TestRunHoldsWhatWaitsForAWorker(t *testing.T) {
-	q, mock, store := recordedQueue(t)
+	q, mock, store := recordedQueue(t, withClaimAhead(time.Second))
 	other, err := New(store.Store, WithClock(mock), withClaimAhead(0))
 	require.NoError(t, err)
 	defer other.Close()
-	enqueueDueNow(t, q, mock, "a", "b", "c", "d")
+	enqueueSoon(t, q, mock, "a", "b", "c", "d")
 
 	var handled []string
 	r := newRunner(context.Background(), q, func(_ context.Context, d *Delivery) error {
@@ -257,16 +263,20 @@ func TestRunHoldsWhatWaitsForAWorker(t *testing.T) {
 	r.window = 4
 	r.pending.Store(1) // the worker is busy
 	n, held := r.claimSize()
-	require.Equal(t, [2]int{4, 4}, [2]int{n, held}, "no worker idle: all held")
+	require.Equal(t, [2]int{4, 4}, [2]int{n, held}, "no worker idle: all for later")
 	ds, err := q.claimDue(context.Background(), r.claimSize)
 	require.NoError(t, err)
 	require.Len(t, ds, 4)
+	for _, d := range ds {
+		require.True(t, d.held, "%s: claimed ahead for later: held", d.ID)
+	}
 
 	found, err := other.Cancel(context.Background(), "a")
 	require.NoError(t, err, "a message waiting in Run was handed to no handler")
 	assert.True(t, found)
 	require.NoError(t, other.Enqueue(context.Background(), Message{ID: "b", Payload: []byte("v2"), Due: mock.Now()}))
 
+	mock.Add(heldAhead) // due
 	r.pending.Store(0)
 	runWorker(r, ds...)
 	assert.Equal(t, []string{"c=c", "d=d"}, handled)
@@ -275,6 +285,45 @@ func TestRunHoldsWhatWaitsForAWorker(t *testing.T) {
 	info, err := q.Get(context.Background(), "b")
 	require.NoError(t, err)
 	assert.Equal(t, [3]any{Pending, "v2", 0}, [3]any{info.State, string(info.Payload), info.Attempt})
+}
+
+// TestRunHandsOutDueMessagesItClaimsForLater: messages already due when
+// Run claims them for its busy worker are handed out by the claim, on
+// leases of the visibility timeout: a Cancel from another queue finds
+// them in flight, and the worker takes each with no store call (no
+// Confirm, no Extend).
+func TestRunHandsOutDueMessagesItClaimsForLater(t *testing.T) {
+	const visibility = time.Minute
+	q, mock, rec := recordedQueue(t, WithVisibilityTimeout(visibility))
+	other, err := New(rec.Store, WithClock(mock), withClaimAhead(0))
+	require.NoError(t, err)
+	defer other.Close()
+	enqueueDueNow(t, q, mock, "a", "b", "c", "d")
+
+	var handled []string
+	r := newRunner(context.Background(), q, func(_ context.Context, d *Delivery) error {
+		handled = append(handled, d.ID)
+		return nil
+	}, 1)
+	r.window = 4
+	r.pending.Store(1) // the worker is busy
+	ds, err := q.claimDue(context.Background(), r.claimSize)
+	require.NoError(t, err)
+	require.Len(t, ds, 4)
+	for _, d := range ds {
+		assert.False(t, d.held || d.ahead, "%s: due, handed out by the claim", d.ID)
+		assert.Equal(t, mock.Now().Add(visibility), d.Deadline, "%s: the visibility timeout", d.ID)
+	}
+	_, err = other.Cancel(context.Background(), "a")
+	require.ErrorIs(t, err, ErrInFlight, "handed out by the claim")
+
+	mock.Add(time.Second) // they waited a while
+	r.pending.Store(0)
+	runWorker(r, ds...)
+	assert.Equal(t, []string{"a", "b", "c", "d"}, handled)
+	assert.Zero(t, rec.confirms.Load(), "no Confirm")
+	assert.Zero(t, rec.extends.Load(), "no Extend")
+	assert.True(t, drained(t, q)())
 }
 
 func TestRunClaimsForIdleWorkersAndTheWindowAtOnce(t *testing.T) {
@@ -296,8 +345,9 @@ func TestRunClaimsForIdleWorkersAndTheWindowAtOnce(t *testing.T) {
 // lease in the same write: no Extend.
 func TestRunHeldGetTheHandOutLeaseInTheirConfirmation(t *testing.T) {
 	const visibility = time.Minute
-	q, mock, rec := recordedQueue(t, WithVisibilityTimeout(visibility))
-	enqueueDueNow(t, q, mock, "a", "b", "c")
+	q, mock, rec := recordedQueue(t, WithVisibilityTimeout(visibility), withClaimAhead(time.Second))
+	enqueueDueNow(t, q, mock, "a")
+	enqueueSoon(t, q, mock, "b", "c")
 	r := newRunner(context.Background(), q, func(context.Context, *Delivery) error { return nil }, 2)
 	r.window = 2
 	r.pending.Store(1) // one worker busy
@@ -307,7 +357,7 @@ func TestRunHeldGetTheHandOutLeaseInTheirConfirmation(t *testing.T) {
 	now := mock.Now()
 	assert.Equal(t, [3]bool{false, true, true}, [3]bool{ds[0].held, ds[1].held, ds[2].held})
 	assert.Equal(t, now.Add(visibility), ds[0].Deadline, "handed out by the claim: the visibility timeout")
-	assert.Equal(t, now.Add(q.cfg.heldLease()), ds[1].Deadline, "held: the short lease")
+	assert.Equal(t, now.Add(heldAhead+q.cfg.heldLease()), ds[1].Deadline, "held: the short lease, from its due time")
 
 	mock.Add(time.Second)
 	var deadlines []int64

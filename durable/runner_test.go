@@ -50,6 +50,20 @@ func enqueueDueNow(t *testing.T, q *Queue, mock *clock.Mock, ids ...string) {
 	}
 }
 
+// heldAhead is how far after now enqueueSoon's messages are due: a
+// queue that claims a second ahead claims them ahead of their due time,
+// and Run holds those it claims for a busy worker (a message already due
+// is handed out by the claim).
+const heldAhead = 10 * time.Millisecond
+
+// enqueueSoon enqueues ids due heldAhead from now.
+func enqueueSoon(t *testing.T, q *Queue, mock *clock.Mock, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		require.NoError(t, q.Enqueue(context.Background(), Message{ID: id, Payload: []byte(id), Due: mock.Now().Add(heldAhead)}))
+	}
+}
+
 // eventuallyPending waits until n messages are pending.
 func eventuallyPending(t *testing.T, q *Queue, n int) {
 	t.Helper()

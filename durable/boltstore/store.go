@@ -426,7 +426,6 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (c store.Claimed
 			return false, nil
 		}
 		_, ids := due(t.pending, addDuration(now, max(ahead, 0)), limit)
-		handOut := limit - max(held, 0) // leases due by now the claim may hand out
 		for i, id := range ids {
 			r, err := t.get(string(id))
 			if err != nil {
@@ -445,18 +444,16 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (c store.Claimed
 			r.attempt++
 			r.token = token
 			ready := max(now, r.due) // the one place of the claim's arithmetic
+			early := r.due > now     // due by now: handed out by the claim
 			deadline := addDuration(ready, lease)
-			if p.HeldLease > 0 && i >= limit-max(held, 0) {
+			if early && p.HeldLease > 0 && i >= limit-max(held, 0) {
 				deadline = addDuration(ready, p.HeldLease) // held beyond the first limit-held
 			}
 			if err := t.place(string(id), r, stateInflight, deadline); err != nil {
 				return false, err
 			}
-			early := r.due > now || handOut <= 0
 			if early {
 				s.ahead.add(string(id), token)
-			} else {
-				handOut--
 			}
 			c.Leases = append(c.Leases, store.Lease{
 				Message:   r.message(string(id)),

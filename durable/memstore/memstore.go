@@ -79,7 +79,7 @@ type message struct {
 	// is the fencing token of the latest claim.
 	attempt int
 	token   uint64
-	// held is true for a lease claimed ahead (or held, see Claim) that
+	// held is true for a lease claimed ahead (see Claim) that
 	// its holder has not confirmed yet: an Enqueue or Cancel takes it
 	// back.
 	held       bool
@@ -257,7 +257,6 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, 
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	horizon := now.Add(max(p.Ahead, 0))
-	handOut := p.Limit - max(p.Held, 0) // how many due by now the claim may hand out
 	var c store.Claimed
 	if s.paused {
 		// A paused queue leases nothing; its leases expire as usual.
@@ -275,12 +274,9 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, 
 		s.token++
 		m.attempt++
 		m.token = s.token
-		m.held = due.After(now) || handOut <= 0
-		if !m.held {
-			handOut--
-		}
+		m.held = due.After(now) // due by now: handed out by the claim
 		lease := p.Lease
-		if p.HeldLease > 0 && len(c.Leases) >= p.Limit-max(p.Held, 0) {
+		if m.held && p.HeldLease > 0 && len(c.Leases) >= p.Limit-max(p.Held, 0) {
 			lease = p.HeldLease
 		}
 		s.place(m, store.InFlight, ready.Add(lease))

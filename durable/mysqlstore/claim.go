@@ -28,9 +28,9 @@ import (
 //     reap of that lease came between them).
 //   - leaseSQL makes them in flight, each with the lease computed here,
 //     in one place, from the lock's now: ready is the later of its due
-//     time and now, the deadline ready plus the lease (HeldLease beyond
-//     the first Limit-Held, if positive), held whether it is
-//     due after now or beyond what may be handed out, its token greater
+//     time and now, held whether it is due after now (claimed ahead),
+//     the deadline ready plus the lease (HeldLease for one held beyond
+//     the first Limit-Held, if positive), its token greater
 //     than any it had, its seq its place in the claim.
 
 // peekSQL: one row per pending message among the first ?, by due time,
@@ -90,7 +90,7 @@ type pendingEntry struct {
 // does not claim again and again while the transaction holds them.
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, error) {
 	limit := max(0, min(p.Limit, MaxClaim))
-	handOut := min(limit, max(0, p.Limit-max(p.Held, 0)))
+	notHeld := min(limit, max(0, p.Limit-max(p.Held, 0)))
 	var c store.Claimed
 	err := s.write(ctx, "claim", func(ctx context.Context) error {
 		pk, err := s.peek(ctx, limit+maxDueSoon)
@@ -105,7 +105,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, 
 		)
 		if !pk.paused && limit > 0 && len(pk.pending) > 0 && !pk.pending[0].due.After(horizon) {
 			err := s.inTx(ctx, func(tx *sql.Tx) (err error) {
-				leases, now, cut, err = s.lease(ctx, tx, horizon, limit, handOut, p.Lease, p.HeldLease)
+				leases, now, cut, err = s.lease(ctx, tx, horizon, limit, notHeld, p.Lease, p.HeldLease)
 				return err
 			})
 			if err != nil {
@@ -151,12 +151,12 @@ func (s *Store) peek(ctx context.Context, n int) (peek, error) {
 	return pk, rows.Err()
 }
 
-// lease locks and leases, in tx, up to limit messages due by horizon, of
-// which up to handOut are handed out, with leases of lease after their
-// ready time; those beyond the first handOut, of heldLease if positive.
+// lease locks and leases, in tx, up to limit messages due by horizon,
+// with leases of lease after their ready time; those claimed ahead beyond
+// the first notHeld (held), of heldLease if positive.
 // It returns the database's now at the lock, which the leases are from
 // (the zero time if it locked nothing).
-func (s *Store) lease(ctx context.Context, tx *sql.Tx, horizon time.Time, limit, handOut int,
+func (s *Store) lease(ctx context.Context, tx *sql.Tx, horizon time.Time, limit, notHeld int,
 	lease, heldLease time.Duration) (leases []store.Lease, now time.Time, cut bool, err error) {
 	rows, err := tx.QueryContext(ctx, expand(lockSQL), s.queue, datetime(horizon), s.queue, limit)
 	if err != nil {
@@ -193,11 +193,11 @@ func (s *Store) lease(ctx context.Context, tx *sql.Tx, horizon time.Time, limit,
 			Ready:     laterOf(instant(due), now),
 			LastError: string(lastError),
 		}
+		l.Ahead = l.Due.After(now) // due by now: handed out by the claim
 		l.Deadline = l.Ready.Add(leaseUS)
-		if heldLease > 0 && len(leases) >= handOut {
+		if l.Ahead && heldLease > 0 && len(leases) >= notHeld {
 			l.Deadline = l.Ready.Add(heldUS) // held for later
 		}
-		l.Ahead = l.Due.After(now) || len(leases) >= handOut
 		leases = append(leases, l)
 	}
 	if err := rows.Err(); err != nil {

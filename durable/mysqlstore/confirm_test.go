@@ -13,16 +13,21 @@ import (
 	"github.com/seed64e23a5c/timingwheel/internal/coalesce"
 )
 
-// claimHeld enqueues the messages ids, due an hour ago, and claims them
-// all, the first handed out and the others held, on leases of a minute.
+// claimHeld enqueues the messages ids, the first due an hour ago and the
+// others in an hour, and claims them all, the first handed out and the
+// others held (claimed ahead), on leases of a minute.
 func claimHeld(t *testing.T, s *Store, ids ...string) map[string]store.Lease {
 	t.Helper()
 	var msgs []store.Message
-	for _, id := range ids {
-		msgs = append(msgs, store.Message{ID: id, Due: time.Now().Add(-time.Hour)})
+	for i, id := range ids {
+		due := time.Now().Add(time.Hour)
+		if i == 0 {
+			due = time.Now().Add(-time.Hour)
+		}
+		msgs = append(msgs, store.Message{ID: id, Due: due})
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	c, err := s.Claim(ctx, store.ClaimParams{Limit: len(ids), Held: len(ids) - 1, Lease: time.Minute})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: len(ids), Held: len(ids) - 1, Lease: time.Minute, Ahead: 2 * time.Hour})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, len(ids))
 	out := map[string]store.Lease{}

@@ -177,10 +177,10 @@ func TestConcurrentConfirms(t *testing.T) {
 	const n = 100
 	msgs := make([]durable.Message, n)
 	for i := range msgs {
-		msgs[i] = durable.Message{ID: fmt.Sprintf("h%03d", i), Payload: []byte("old")}
+		msgs[i] = durable.Message{ID: fmt.Sprintf("h%03d", i), Payload: []byte("old"), Due: dbNow(t).Add(time.Minute)}
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	c, err := s.Claim(ctx, store.ClaimParams{Limit: n, Held: n, Lease: time.Minute})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: n, Held: n, Lease: time.Minute, Ahead: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, n)
 	for _, l := range c.Leases {
@@ -230,10 +230,10 @@ func TestConcurrentConfirmsWithTheirOwnBy(t *testing.T) {
 	const n = 200
 	msgs := make([]durable.Message, n)
 	for i := range msgs {
-		msgs[i] = durable.Message{ID: fmt.Sprintf("c%03d", i), Payload: []byte("p")}
+		msgs[i] = durable.Message{ID: fmt.Sprintf("c%03d", i), Payload: []byte("p"), Due: dbNow(t).Add(time.Minute)}
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
-	c, err := s.Claim(ctx, store.ClaimParams{Limit: n, Held: n, Lease: time.Hour, HeldLease: time.Minute})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: n, Held: n, Lease: time.Hour, HeldLease: time.Minute, Ahead: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, c.Leases, n)
 	by := func(i int) time.Duration { // 0 for every fourth: the deadline kept
@@ -403,11 +403,11 @@ func TestLeasesAndEnqueuesNeverDeadlock(t *testing.T) {
 	const n, rounds = 200, 15
 	msgs := make([]durable.Message, n)
 	for i := range msgs {
-		msgs[i] = durable.Message{ID: fmt.Sprintf("d%04d", i), Payload: []byte("p")}
+		msgs[i] = durable.Message{ID: fmt.Sprintf("d%04d", i), Payload: []byte("p"), Due: dbNow(t).Add(time.Hour)}
 	}
 	for round := range rounds {
 		require.NoError(t, s.Enqueue(ctx, msgs))
-		c, err := s.Claim(ctx, store.ClaimParams{Limit: n, Held: n, Lease: time.Minute})
+		c, err := s.Claim(ctx, store.ClaimParams{Limit: n, Held: n, Lease: time.Minute, Ahead: 2 * time.Hour})
 		require.NoError(t, err)
 		require.Len(t, c.Leases, n)
 		// The even IDs are handed out, to be acked; the odd ones wait

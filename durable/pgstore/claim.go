@@ -21,11 +21,12 @@ import (
 //   - o numbers them and sums their payload sizes (FOR UPDATE cannot share
 //     a SELECT with window functions), and k keeps those within $6 bytes
 //     (the first at least), computing each one's ready time, whether it
-//     is held (due after now, or beyond the $3 that may be handed out),
+//     is claimed ahead (held: due after now),
 //     a new fencing token and a new seq, in order;
 //
 //   - u makes them in flight, each with a lease of $5 µs after its ready
-//     time, or of $8 for those beyond the first $3 (held for later),
+//     time, or of $8 for those claimed ahead beyond the first $3 (held
+//     for later),
 //     finding each row by the ctid that c locked,
 //     with a TID scan of their array: one row read per message, whatever
 //     the planner estimates of k and of the queue (a queue whose rows the
@@ -49,7 +50,7 @@ import (
 //     clock, taken as the row is made, below the sort, so after every
 //     row of u: the latest of them is the Claimed.Now (see readClaim).
 //
-//     $1 queue, $2 limit, $3 how many due by now may be handed out, $4 ahead
+//     $1 queue, $2 limit, $3 how many, the first, are not held, $4 ahead
 //     (µs), $5 lease (µs), $6 payload bytes, $7 cap of DueSoon, $8 lease of
 //     those beyond $3 (µs)
 const claimSQL = `WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now, 
@@ -71,7 +72,7 @@ o AS MATERIALIZED (
 	WINDOW w AS (ORDER BY c.due, c.seq)
 ),
 k AS MATERIALIZED (
-	SELECT o.tid, o.id, o.due, o.rn, (o.due > n.now OR o.rn > $3::bigint) AS held,
+	SELECT o.tid, o.id, o.due, o.rn, o.due > n.now AS held,
 		greatest(o.due, n.now) AS ready, nextval({TOK}) AS token, nextval({SEQ}) AS seq
 	FROM o CROSS JOIN n
 	WHERE o.rn = 1 OR o.upto <= $6::bigint
@@ -79,7 +80,7 @@ k AS MATERIALIZED (
 ),
 u AS (
 	UPDATE {T} t SET state = 2, attempt = t.attempt + 1, token = k.token, held = k.held,
-		deadline = k.ready + CASE WHEN k.rn > $3::bigint THEN $8::bigint ELSE $5::bigint END * interval '1 microsecond',
+		deadline = k.ready + CASE WHEN k.held AND k.rn > $3::bigint THEN $8::bigint ELSE $5::bigint END * interval '1 microsecond',
 		seq = k.seq
 	FROM k
 	WHERE t.ctid = ANY (ARRAY(SELECT k2.tid FROM k k2)) AND t.ctid = k.tid AND t.queue = $1::text AND t.id = k.id
@@ -227,16 +228,16 @@ func (s *Store) readClaim(rows pgx.Rows, p store.ClaimParams) (store.Claimed, er
 	return c, nil
 }
 
-// claimArgs returns the arguments of claimSQL for p. The leases beyond
-// the first handOut are of p.HeldLease, if positive, else of p.Lease as
-// the others.
+// claimArgs returns the arguments of claimSQL for p. The leases claimed
+// ahead beyond the first notHeld are of p.HeldLease, if positive, else
+// of p.Lease as the others.
 func (s *Store) claimArgs(p store.ClaimParams) []any {
 	limit := max(0, min(p.Limit, MaxClaim))
-	handOut := min(limit, max(0, p.Limit-max(p.Held, 0)))
+	notHeld := min(limit, max(0, p.Limit-max(p.Held, 0)))
 	heldLease := p.Lease
 	if p.HeldLease > 0 {
 		heldLease = p.HeldLease
 	}
-	return []any{s.queue, int64(limit), int64(handOut),
+	return []any{s.queue, int64(limit), int64(notHeld),
 		micros(max(p.Ahead, 0)), micros(p.Lease), int64(maxClaimBytes), int64(maxDueSoon), micros(heldLease)}
 }

@@ -46,8 +46,11 @@ type result struct {
 // With shards, the first p.Limit-p.Held leases, those not held (handed
 // out if due, on p.Lease), are shared among the shards in proportion to
 // what each is asked for in the first round, and what is left goes to
-// the later rounds, to shards that made no held lease yet: a Claim may
-// hand out fewer than it could, never more. The leases of several shards
+// the later rounds, to shards that made no held lease yet. A message due
+// by now is handed out by any shard's call, beyond its share too: a shard
+// whose share was not all due makes the rest of its share, claimed ahead,
+// on the full lease, and may so make more than Limit-Held such leases in
+// all (store.ShardedOrder allows it). The leases of several shards
 // come by due time; with a p.HeldLease other than p.Lease, those not
 // held first, then the held ones, each by due time, and the first
 // p.Limit-p.Held leases it returns have the lease p.Lease, as the
@@ -182,7 +185,8 @@ func (s *Store) firstLease(ctx context.Context, ls []shardLease, add int64) []bo
 
 // Shard implements store.ShardedOrder: the shard of id (see WithShards).
 // With shards, the order of Claim, Expired and List holds within a shard,
-// and a Claim may hand out fewer than Limit-Held. With one shard, every ID
+// and a message claimed ahead beyond a Claim's first Limit-Held may have
+// the full lease (see store.ShardedOrder). With one shard, every ID
 // is in shard 0, and the orders are the full ones.
 func (s *Store) Shard(id string) int { return shardOf(id, len(s.shards)) }
 
@@ -301,13 +305,19 @@ func (s *Store) claimShard(ctx context.Context, sh, limit, first int, lease, hel
 			Token:     uint64(nums[1]),
 			Deadline:  time.UnixMicro(tail[2]),
 			Ready:     readyTime(nums[2], nums[3], tail[1]),
-			Ahead:     tail[0] == 1, // claimed ahead or held: state a
+			Ahead:     tail[0] == 1, // claimed ahead: state a
 			LastError: string(lastErr),
 		})
 		res.bytes += int64(len(body))
 	}
 	res.n = len(res.leases)
-	res.first = min(first, res.n)
+	// Due messages come first and are never held: the first ones are
+	// those, or the first first if more.
+	due := 0
+	for due < res.n && !res.leases[due].Ahead {
+		due++
+	}
+	res.first = max(min(first, res.n), due)
 	return res, nil
 }
 

@@ -126,18 +126,23 @@ func TestConcurrentAcksShareScripts(t *testing.T) {
 	}
 }
 
-// claimN enqueues n messages due now and claims them all, held (claimed
-// ahead, waiting for Confirm) if held is n.
+// claimN enqueues n messages and claims them all: due now and handed
+// out, or, if held is n, due in a minute and held (claimed ahead,
+// waiting for Confirm).
 func claimN(t *testing.T, s *Store, n, held int) []store.Lease {
 	t.Helper()
+	var due time.Time
+	if held > 0 {
+		due = time.Now().Add(time.Minute)
+	}
 	msgs := make([]durable.Message, n)
 	for i := range msgs {
-		msgs[i] = durable.Message{ID: fmt.Sprintf("m%04d", i), Payload: []byte("old")}
+		msgs[i] = durable.Message{ID: fmt.Sprintf("m%04d", i), Payload: []byte("old"), Due: due}
 	}
 	require.NoError(t, s.Enqueue(ctx, msgs))
 	var leases []store.Lease
 	for len(leases) < n {
-		c, err := s.Claim(ctx, store.ClaimParams{Limit: n - len(leases), Held: held, Lease: time.Minute})
+		c, err := s.Claim(ctx, store.ClaimParams{Limit: n - len(leases), Held: held, Lease: time.Minute, Ahead: time.Hour})
 		require.NoError(t, err)
 		require.NotEmpty(t, c.Leases, "claimed %d of %d", len(leases), n)
 		leases = append(leases, c.Leases...)

@@ -40,19 +40,21 @@ func enqueueByShard(t *testing.T, s *Store, prefix string, due time.Time, counts
 	return msgs
 }
 
-// requireHeldLease checks the leases of a Claim made with p: the first
-// Limit-Held of them last p.Lease after their Ready, the others
-// p.HeldLease, held; every Deadline is the one Redis keeps, and each
-// shard's leases come in its order (by due time).
-func requireHeldLease(t *testing.T, s *Store, p store.ClaimParams, c store.Claimed, what string) {
+// requireHeldLease checks the leases of a Claim made with p, of messages
+// all due after now (ahead) or all due by now: the first Limit-Held of
+// those claimed ahead last p.Lease after their Ready, the others
+// p.HeldLease, held; every due one is handed out, on p.Lease. Every
+// Deadline is the one Redis keeps, and each shard's leases come in its
+// order (by due time).
+func requireHeldLease(t *testing.T, s *Store, p store.ClaimParams, c store.Claimed, ahead bool, what string) {
 	t.Helper()
 	first := p.Limit - p.Held
 	last := map[int]time.Time{}
 	for i, l := range c.Leases {
+		require.Equal(t, ahead, l.Ahead, "%s: lease %d (%s): claimed ahead if due after now", what, i, l.ID)
 		want := p.Lease
-		if i >= first {
+		if ahead && i >= first {
 			want = p.HeldLease
-			require.True(t, l.Ahead, "%s: lease %d (%s), beyond Limit-Held: held", what, i, l.ID)
 		}
 		d := l.Deadline.Sub(l.Ready)
 		require.True(t, d >= want && d < want+time.Microsecond, "%s: lease %d (%s) of %v, want %v", what, i, l.ID, d, want)
@@ -65,12 +67,13 @@ func requireHeldLease(t *testing.T, s *Store, p store.ClaimParams, c store.Claim
 	}
 }
 
-// A Claim with HeldLease gives the first Limit-Held leases it returns
-// the Lease and the others, held, the HeldLease, however the due
-// messages spread over the shards: with one shard in its one script
-// call; with several, in one call a shard when every shard has its share
-// of the first ones, and otherwise with one more call on the shards
-// whose held leases become first ones.
+// A Claim with HeldLease of messages claimed ahead gives the first
+// Limit-Held leases it returns the Lease and the others, held, the
+// HeldLease, however the messages spread over the shards: with one shard
+// in its one script call; with several, in one call a shard when every
+// shard has its share of the first ones, and otherwise with one more
+// call on the shards whose held leases become first ones. Messages due
+// already are handed out on the Lease, in one call a shard.
 func TestClaimHeldLeaseOverShards(t *testing.T) {
 	srv := startRedis(t)
 	c := srv.client(t)
@@ -79,7 +82,7 @@ func TestClaimHeldLeaseOverShards(t *testing.T) {
 	cases := []struct {
 		counts        []int
 		limit, held   int
-		ahead         bool
+		due           bool // due already, not claimed ahead
 		wantLeases    int
 		mayMove, must bool // the first leases may need moves; some must
 	}{
@@ -87,36 +90,39 @@ func TestClaimHeldLeaseOverShards(t *testing.T) {
 		{counts: []int{2}, limit: 5, held: 3, wantLeases: 2},
 		{counts: []int{8}, limit: 6, held: 0, wantLeases: 6},
 		{counts: []int{8}, limit: 6, held: 6, wantLeases: 6},
-		{counts: []int{8}, limit: 6, held: 2, ahead: true, wantLeases: 6},
+		{counts: []int{8}, limit: 6, held: 2, wantLeases: 6},
 		{counts: []int{10, 10, 10, 10}, limit: 20, held: 15, wantLeases: 20},
-		{counts: []int{10, 10, 10, 10}, limit: 8, held: 1, ahead: true, wantLeases: 8},
+		{counts: []int{10, 10, 10, 10}, limit: 8, held: 1, wantLeases: 8},
 		{counts: []int{0, 0, 0, 5}, limit: 5, held: 3, wantLeases: 5, mayMove: true},
 		{counts: []int{1, 0, 0, 4}, limit: 5, held: 3, wantLeases: 5, mayMove: true},
 		{counts: []int{0, 1, 1, 3}, limit: 5, held: 2, wantLeases: 5, mayMove: true},
 		{counts: []int{2, 2, 0, 0}, limit: 5, held: 3, wantLeases: 4, mayMove: true},
-		{counts: []int{5, 0, 1, 0}, limit: 6, held: 1, ahead: true, wantLeases: 6, mayMove: true},
+		{counts: []int{5, 0, 1, 0}, limit: 6, held: 1, wantLeases: 6, mayMove: true},
 		{counts: []int{0, 6}, limit: 4, held: 2, wantLeases: 4, mayMove: true, must: true},
 		{counts: []int{3, 3, 3}, limit: 9, held: 9, wantLeases: 9},
 		{counts: []int{3, 3, 3}, limit: 9, held: 0, wantLeases: 9},
+		{counts: []int{8}, limit: 6, held: 4, due: true, wantLeases: 6},
+		{counts: []int{0, 6}, limit: 4, held: 2, due: true, wantLeases: 4},
+		{counts: []int{10, 10, 10, 10}, limit: 20, held: 15, due: true, wantLeases: 20},
+		{counts: []int{3, 3, 3}, limit: 9, held: 9, due: true, wantLeases: 9},
 	}
 	anyMoved := false
 	for i, tc := range cases {
 		what := fmt.Sprintf("case %d %v limit %d held %d", i, tc.counts, tc.limit, tc.held)
 		s := openStore(t, c, fmt.Sprintf("held%d", i), WithShards(len(tc.counts)))
-		due := redisNow(t, c).Add(-time.Second)
-		p := store.ClaimParams{Limit: tc.limit, Held: tc.held, Lease: time.Hour, HeldLease: 2 * time.Second}
-		if tc.ahead {
-			// Due in the future, within the claim's horizon: the first
-			// ones are claimed ahead too, on the Lease.
-			due = due.Add(30 * time.Second)
-			p.Ahead = time.Minute
+		// Due in the future, within the claim's horizon: all claimed
+		// ahead, the first ones on the Lease.
+		due := redisNow(t, c).Add(30 * time.Second)
+		if tc.due {
+			due = redisNow(t, c).Add(-time.Second)
 		}
+		p := store.ClaimParams{Limit: tc.limit, Held: tc.held, Lease: time.Hour, HeldLease: 2 * time.Second, Ahead: time.Minute}
 		enqueueByShard(t, s, "m", due, tc.counts)
 		before := moves.Load()
 		cl, err := s.Claim(ctx, p)
 		require.NoError(t, err, what)
 		require.Len(t, cl.Leases, tc.wantLeases, what)
-		requireHeldLease(t, s, p, cl, what)
+		requireHeldLease(t, s, p, cl, !tc.due, what)
 		moved := moves.Load() - before
 		if !tc.mayMove {
 			assert.Zero(t, moved, "%s: every shard had its share: one script call each", what)
@@ -138,8 +144,8 @@ func TestClaimHeldLeaseMoveFails(t *testing.T) {
 	s := openStore(t, c, "q", WithShards(2))
 	// Shard 0 has none of its share (one) of the first leases; shard 1
 	// holds one of its four, which becomes a first one.
-	enqueueByShard(t, s, "m", redisNow(t, c).Add(-time.Second), []int{0, 4})
-	p := store.ClaimParams{Limit: 4, Held: 2, Lease: time.Hour, HeldLease: 2 * time.Second}
+	enqueueByShard(t, s, "m", redisNow(t, c).Add(30*time.Second), []int{0, 4})
+	p := store.ClaimParams{Limit: 4, Held: 2, Lease: time.Hour, HeldLease: 2 * time.Second, Ahead: time.Minute}
 	c.AddHook(failScript(s, firstLeaseScript, 1, func(int64) bool { return true }))
 	cl, err := s.Claim(ctx, p)
 	require.NoError(t, err)

@@ -357,12 +357,11 @@ return n
 
 // claimScript leases pending messages due by Redis's now plus a horizon,
 // or nothing if the queue is paused (the field "" of meta, see
-// pauseScript), earliest first. The first first messages it leases are
-// each leased until lease after its due time or now, whichever is later
-// (its ready time), in state f (handed out) if due by now, and otherwise
-// in state a (claimed ahead, waiting for Confirm); the others are held:
-// in state a, until heldlease after their ready time (lease if heldlease
-// is 0). It stops before the message whose payload would take the
+// pauseScript), earliest first. Each is leased until lease after its due
+// time or now, whichever is later (its ready time), in state f (handed
+// out) if due by now, and otherwise in state a (claimed ahead, waiting
+// for Confirm); those in state a beyond the first first are held: until
+// heldlease after their ready time (lease if heldlease is 0). It stops before the message whose payload would take the
 // payloads leased over maxbytes (the first is always leased).
 //
 //	KEYS     the shard's (see above)
@@ -371,6 +370,7 @@ return n
 //	ARGV[3]  maxbytes   the most payload bytes to lease
 //	ARGV[4]  ahead      µs after now that the horizon is
 //	ARGV[5]  first      how many of the leases, the first, are not held
+//	                    (due ones never are)
 //	ARGV[6]  heldlease  µs: the lease of the others (0: lease)
 //	returns  {now, now+lease, next due, next deadline, {ID, payload,
 //	         attempt, token, due score, nanoseconds, last error, 1 if in
@@ -425,14 +425,14 @@ if limit > 0 then
         local att = m.att + 1
         -- The claim's arithmetic, in one place: ready is the later of
         -- the due time and now, and the deadline ready + lease, or ready
-        -- + heldlease for a lease beyond the first first, held. Due ones
-        -- come before the others: the first first hand out those due.
+        -- + heldlease for a lease claimed ahead beyond the first first,
+        -- held. A message due by now is handed out wherever it comes.
         local ready = math.max(tonumber(due[2 * i]), now)
         local st, l = 'a', lease
-        if leased_n > first then
-          l = heldlease
-        elseif tonumber(due[2 * i]) <= now then
+        if tonumber(due[2 * i]) <= now then
           st = 'f'
+        elseif leased_n > first then
+          l = heldlease
         end
         zargs[#zargs + 1] = num(ready + l)
         zargs[#zargs + 1] = ids[i]

@@ -20,9 +20,9 @@ type Lease struct {
 	// be handed out (its due time, or the claim's now if later), both on
 	// the clock of Claimed.Now.
 	Deadline, Ready time.Time
-	// Ahead is true if the message was claimed before its due time, or
-	// held (see Claim): its holder must Confirm the lease at Ready or later
-	// before handing it out.
+	// Ahead is true if the message was claimed before its due time (see
+	// Claim): its holder must Confirm the lease at Ready or later before
+	// handing it out.
 	Ahead bool
 	// LastError is the message's LastError (see Info) when it was
 	// claimed: the previous attempt's error text, "" on the first.
@@ -35,13 +35,13 @@ func (l *Lease) Ref() LeaseRef { return LeaseRef{ID: l.ID, Token: l.Token} }
 // ClaimParams are the parameters of Claim, all decided by the queue.
 type ClaimParams struct {
 	// Limit is the most messages to lease (0 or more), and Held how many
-	// of them, at least, are not handed out by the Claim (see Claim).
+	// of them, the last, the caller holds for later (see Claim).
 	Limit, Held int
 	// Lease is how long a lease lasts after its Ready time, and Ahead how
 	// far after now a message may be due and still be claimed (ahead).
 	Lease, Ahead time.Duration
-	// HeldLease, if positive, is the lease of the messages beyond the
-	// first Limit-Held of the claim (those held for later: see Claim)
+	// HeldLease, if positive, is the lease of the messages claimed ahead
+	// beyond the first Limit-Held of the claim (held for later: see Claim)
 	// instead of Lease, after their Ready time too: a caller holds them on
 	// a short lease, and confirms each with the lease of a hand-out
 	// (ConfirmParams.By).
@@ -106,7 +106,8 @@ type RetryParams struct {
 	// with After and no Error.
 	Error string
 	// Unhanded says that the lease's message was not handled: claimed
-	// ahead or held and never handed out, or handed out to a handler that
+	// and never handed to a consumer (claimed ahead, or waiting in a
+	// caller for one), or handed out to a handler that
 	// its queue stopped (not one that failed). Retry then takes back the
 	// attempt its Claim counted (the attempt number goes down by one, never
 	// below zero), so that an attempt counts only a hand-out that ended
@@ -149,8 +150,8 @@ type ExpiredLease struct {
 	Attempt int
 	// Deadline is when the lease expired, on the store's clock.
 	Deadline time.Time
-	// Held is true if the lease was claimed ahead or held (Lease.Ahead)
-	// and never confirmed (see Confirm): its message was not handed out,
+	// Held is true if the lease was claimed ahead (Lease.Ahead) and never
+	// confirmed (see Confirm): its message was not handed out,
 	// and the queue ends it with RetryParams.Unhanded, costing no attempt
 	// and leaving no error text.
 	Held bool

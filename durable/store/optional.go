@@ -73,8 +73,10 @@ type Notifier interface {
 // weaken three rules of Store, and no other: the order of Claim, Expired
 // and List (by time, then by write) holds among the messages of one
 // shard, while messages of different shards come in any order; a Claim
-// may hand out fewer than Limit-Held due messages (each shard hands out
-// its share), never more; and a Retention holds per shard, a death
+// holds on HeldLease only the messages claimed ahead beyond each
+// shard's share of its first Limit-Held, so one beyond the first
+// Limit-Held may have Lease (when due messages of other shards took
+// places of their shares); and a Retention holds per shard, a death
 // trimming the dead letters of its own shard, each shard keeping its
 // share of MaxCount (at least one). Shard returns the shard that holds,
 // or would hold, the message id.

@@ -53,8 +53,7 @@ type Info struct {
 	// Attempt counts the attempts made so far: 0 before the first
 	// delivery, and 1 while the first delivery is in flight. A claim counts
 	// as an attempt even when the message goes back unhandled (claimed
-	// ahead or held by a queue that was closed, or by a Run whose ctx
-	// ended). Enqueue and Requeue set it back to 0.
+	// ahead by a queue that was closed, or by a Run whose ctx ended). Enqueue and Requeue set it back to 0.
 	Attempt int
 	// LastError is the text of the last failed attempt's error, at most
 	// MaxErrorLen bytes, as the queue gave it to Retry. A failure without

@@ -35,11 +35,9 @@ type Store interface {
 	// A message whose due time is after the store's now is claimed ahead
 	// (Lease.Ahead): its lease is not handed out until Confirm says so, and
 	// an Enqueue or Cancel of its ID before that takes it back. A message
-	// due by now is handed out by the Claim itself, except that at most
-	// p.Limit-p.Held are: p.Held (0 or more) asks for the rest to be
-	// claimed as if ahead, for a caller that takes more than it hands out
-	// at once: they too wait for Confirm, and an Enqueue or Cancel before
-	// it takes them back. Those beyond the first p.Limit-p.Held claimed
+	// due by now is handed out by the Claim itself, whatever its place in
+	// the claim. p.Held (0 or more) says how many of the claim, the last
+	// ones, a caller holds for later: those of them claimed ahead (held)
 	// have a lease of p.HeldLease, if positive, instead of p.Lease.
 	//
 	// A Claim of a paused queue (see Pauser) leases nothing: it returns
@@ -92,8 +90,8 @@ type Store interface {
 
 	// Expired returns up to limit (0 or more) leases whose deadline has
 	// passed on the store's clock, earliest deadline first, and changes
-	// nothing. Each says whether it was claimed ahead or held and never
-	// confirmed (ExpiredLease.Held). A lease is expired when its deadline is at or before the
+	// nothing. Each says whether it was claimed ahead and never confirmed
+	// (ExpiredLease.Held). A lease is expired when its deadline is at or before the
 	// store's now, never before. The queue ends each with a Retry with
 	// RetryParams.Expired, so that a lease extended meanwhile is kept.
 	Expired(ctx context.Context, limit int) (ExpiredLeases, error)

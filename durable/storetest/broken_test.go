@@ -60,6 +60,7 @@ var brokenStores = []brokenStore{
 	{name: "Unhanded ignored", wrap: newUnhandedIgnored, caughtBy: "Retry/UnhandedTakesBackTheAttempt"},
 	{name: "Held not reported", wrap: newHeldHidden, caughtBy: "Expired/ReportsHeld"},
 	{name: "HeldLease ignored", wrap: newHeldLeaseIgnored, caughtBy: "Claim/HeldLeaseForTheHeld"},
+	{name: "due held beyond Limit-Held", wrap: newDueHeld, caughtBy: "Claim/DueAreHandedOutWhateverHeld"},
 	{name: "Confirm's By ignored", wrap: newConfirmByIgnored, caughtBy: "Confirm/ByMovesTheDeadline"},
 	{name: "Kind lost", wrap: newKindLost, caughtBy: "Fields/KeptInEveryState"},
 	{name: "data lost on Reopen", wrap: plain, lostOnReopen: true, caughtBy: "Restart/KeepsEveryState"},
@@ -469,6 +470,22 @@ func newHeldLeaseIgnored(s *memstore.Store) store.Store { return heldLeaseIgnore
 func (s heldLeaseIgnored) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, error) {
 	p.HeldLease = 0
 	return s.Store.Claim(ctx, p)
+}
+
+// dueHeld says that the due messages beyond the first Limit-Held of a
+// claim are held (Lease.Ahead), as the contract once had it.
+type dueHeld struct{ *memstore.Store }
+
+func newDueHeld(s *memstore.Store) store.Store { return dueHeld{s} }
+
+func (s dueHeld) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, error) {
+	c, err := s.Store.Claim(ctx, p)
+	for i := range c.Leases {
+		if i >= p.Limit-max(p.Held, 0) {
+			c.Leases[i].Ahead = true
+		}
+	}
+	return c, err
 }
 
 // confirmByIgnored confirms without moving the deadline.

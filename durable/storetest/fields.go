@@ -66,14 +66,12 @@ var fieldRules = []rule{
 		e.requireFields(m, ls[0].Kind, ls[0].MaxAttempts, ls[0].Timeout, "pending, List")
 	}},
 	{"KeptHeldAndAhead", func(e *env) {
-		m := fieldsOf("held", e.past())
-		e.enqueue(m)
-		c := e.claim(claimArgs{Limit: 1, Held: 1, Lease: time.Minute})
-		require.Len(e.t, c.Leases, 1)
-		e.requireFields(m, c.Leases[0].Kind, c.Leases[0].MaxAttempts, c.Leases[0].Timeout, "a held lease")
+		m := fieldsOf("held", e.now().Add(aheadOf))
+		h := e.claimHeld(time.Minute, time.Second, m)[0]
+		e.requireFields(m, h.Kind, h.MaxAttempts, h.Timeout, "a held lease")
 		a := fieldsOf("ahead", e.now().Add(aheadOf))
 		e.enqueue(a)
-		c = e.claim(claimArgs{Limit: 1, Lease: time.Minute, Ahead: time.Minute})
+		c := e.claim(claimArgs{Limit: 1, Lease: time.Minute, Ahead: time.Minute})
 		require.Len(e.t, c.Leases, 1)
 		e.requireFields(a, c.Leases[0].Kind, c.Leases[0].MaxAttempts, c.Leases[0].Timeout, "a lease claimed ahead")
 	}},

@@ -108,8 +108,11 @@ func (e *env) requireClaimed(a claimArgs, c store.Claimed) {
 		// A store of microseconds rounds the lease up.
 		d := l.Deadline.Sub(l.Ready)
 		lease := a.Lease
-		if a.HeldLease > 0 && i >= a.Limit-max(a.Held, 0) {
-			lease = a.HeldLease // held beyond the first Limit-Held
+		if l.Ahead && a.HeldLease > 0 && i >= a.Limit-max(a.Held, 0) {
+			lease = a.HeldLease // claimed ahead beyond the first Limit-Held: held
+			if _, ok := e.s.(store.ShardedOrder); ok && d >= a.Lease && d < a.Lease+time.Microsecond {
+				continue // held beyond its shard's share only (see store.ShardedOrder)
+			}
 		}
 		require.True(e.t, d >= lease && d < lease+time.Microsecond,
 			"%s (lease %d of the claim): Deadline %v is %v after Ready %v, want the lease %v", l.ID, i, l.Deadline, d, l.Ready, lease)
@@ -138,6 +141,27 @@ func (e *env) claimAhead(id, payload string) store.Lease {
 	require.Equal(e.t, id, l.ID)
 	require.True(e.t, l.Ahead, "a message due after now is claimed ahead")
 	return l
+}
+
+// claimHeld enqueues the messages msgs, due after now, and claims them
+// ahead and held (Held: all of them) on leases of lease and heldLease;
+// it returns the leases, in the order of msgs.
+func (e *env) claimHeld(lease, heldLease time.Duration, msgs ...store.Message) []store.Lease {
+	e.t.Helper()
+	e.enqueue(msgs...)
+	c := e.claim(claimArgs{Limit: len(msgs), Held: len(msgs), Lease: lease, HeldLease: heldLease, Ahead: time.Minute})
+	require.Len(e.t, c.Leases, len(msgs))
+	byID := make(map[string]store.Lease)
+	for _, l := range c.Leases {
+		require.True(e.t, l.Ahead, "%s: due after now, claimed ahead and held", l.ID)
+		byID[l.ID] = l
+	}
+	out := make([]store.Lease, len(msgs))
+	for i, m := range msgs {
+		out[i] = byID[m.ID]
+		require.Equal(e.t, m.ID, out[i].ID)
+	}
+	return out
 }
 
 // aheadOf is how far in the future the messages claimed ahead are due:

@@ -337,8 +337,8 @@ var expiredRules = []rule{
 		}
 	}},
 	{"ReportsHeld", func(e *env) {
-		// Expired reports Held for a lease claimed ahead or held
-		// (Lease.Ahead) and never confirmed: its message was not handed
+		// Expired reports Held for a lease claimed ahead, held or not
+		// (Lease.Ahead), and never confirmed: its message was not handed
 		// out. Not for one handed out, nor for one confirmed.
 		lease := time.Minute
 		if !e.mock {
@@ -354,8 +354,7 @@ var expiredRules = []rule{
 		}
 		handed := claim("handed", e.past(), claimArgs{Limit: 1, Lease: lease})
 		require.False(e.t, handed.Ahead, "handed out")
-		held := claim("held", e.past(), claimArgs{Limit: 1, Held: 1, Lease: lease})
-		require.True(e.t, held.Ahead, "due, and held by the claim")
+		held := e.claimHeld(lease, lease, msg("held", e.now().Add(e.soon())))[0]
 		ahead := claim("ahead", e.now().Add(e.soon()), claimArgs{Limit: 1, Lease: lease, Ahead: time.Minute})
 		require.True(e.t, ahead.Ahead, "claimed ahead")
 		confirmed := claim("confirmed", e.now().Add(e.soon()), claimArgs{Limit: 1, Lease: lease, Ahead: time.Minute})

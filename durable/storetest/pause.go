@@ -139,16 +139,7 @@ var pauseRules = unless((*env).pauseUnsupported, []rule{
 		require.Equal(e.t, 2, c.Leases[0].Attempt, "the claim before the pause stays counted")
 	}},
 	{"ConfirmRefusesHeldWhilePaused", func(e *env) {
-		e.enqueue(msg("a", e.past()), msg("b", e.past()))
-		c := e.claim(claimArgs{Limit: 2, Held: 1, Lease: time.Minute})
-		require.Len(e.t, c.Leases, 2)
-		var held store.Lease
-		for _, l := range c.Leases {
-			if l.Ahead {
-				held = l
-			}
-		}
-		require.NotEmpty(e.t, held.ID, "one lease held")
+		held := e.claimHeld(time.Minute, time.Second, msg("a", e.now().Add(aheadOf)))[0]
 		e.setPaused(true)
 		require.ErrorIs(e.t, e.s.Confirm(e.ctx, store.ConfirmParams{Lease: store.LeaseRef{ID: held.ID, Token: held.Token}}), store.ErrPaused)
 		e.setPaused(false)

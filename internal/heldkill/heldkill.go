@@ -1,11 +1,13 @@
 // Package heldkill is the SIGKILL test of issue #37 that the stores shared
-// by processes run: a child process runs Run with its workers busy, quick
-// messages first (so that Run claims ahead for its workers), then slow
-// ones that keep every worker busy, and Run holds more for them. The child
-// is killed with SIGKILL. A surviving queue gets each held message within
-// HeldLease (plus slack), at attempt 1 with no LastError; the messages in
-// the handlers' hands come back when their lease (the visibility timeout)
-// expires, at attempt 2 with LeaseExpired.
+// by processes run: a child process runs Run, which works through quick
+// messages first (so that its window grows), then gives all its workers
+// but one a slow message that keeps it busy, and waits for the later
+// messages, slow ones too: the last worker takes one, and Run, having
+// claimed the others ahead of their due time for busy workers, holds
+// them. The child is killed with SIGKILL. A surviving queue gets each
+// held message within HeldLease (plus slack), at attempt 1 with no
+// LastError; the messages in the handlers' hands come back when their
+// lease (the visibility timeout) expires, at attempt 2 with LeaseExpired.
 //
 // A store's test starts the child (whose Run uses Handler), then calls
 // Check; how a child is started and reports its lines is the store's.
@@ -31,7 +33,9 @@ const (
 	Workers    = 4
 	Visibility = 6 * time.Second // HeldLease (2s) is then the held leases' length
 	quick      = 300             // handled at once: Run's window grows
-	slow       = 40              // each keeps its worker busy until the kill
+	slow       = Workers - 1     // each keeps its worker busy until the kill
+	later      = 4               // due laterAt after the enqueue, slow too
+	laterAt    = 6 * time.Second
 	// slack is what a loaded machine may add to HeldLease before a held
 	// message reaches the survivor's handler: the reap at the deadline,
 	// the claim, a scheduler's delay.
@@ -41,8 +45,9 @@ const (
 	linger = 2 * time.Minute
 )
 
-// Messages returns the messages to enqueue before the child starts, due
-// before now, the store's time.
+// Messages returns the messages to enqueue before the child starts, now
+// being the store's time: the quick ones, then the slow ones, due before
+// now, and the later ones (IDs "h...") due laterAt after it.
 func Messages(now time.Time) []durable.Message {
 	var msgs []durable.Message
 	for i := range quick {
@@ -52,6 +57,10 @@ func Messages(now time.Time) []durable.Message {
 	for i := range slow {
 		msgs = append(msgs, durable.Message{ID: fmt.Sprintf("s%03d", i), Payload: []byte("slow"),
 			Due: now.Add(-time.Minute + time.Duration(i)*time.Millisecond)})
+	}
+	for i := range later {
+		msgs = append(msgs, durable.Message{ID: fmt.Sprintf("h%03d", i), Payload: []byte("slow"),
+			Due: now.Add(laterAt + time.Duration(i)*time.Millisecond)})
 	}
 	return msgs
 }
@@ -63,6 +72,9 @@ func Messages(now time.Time) []durable.Message {
 func Handler(say func(line string)) durable.Handler {
 	return func(_ context.Context, d *durable.Delivery) error {
 		if string(d.Payload) == "quick" {
+			// Quick, but not so quick that none finishes while Run
+			// claims: its window grows with those that do.
+			time.Sleep(time.Millisecond)
 			return nil
 		}
 		say(fmt.Sprintf("START %s %d", d.ID, d.Attempt))
@@ -98,7 +110,7 @@ func Check(t *testing.T, s store.Store, next func() string, kill func()) {
 		}
 	}
 	require.Len(t, handled, Workers)
-	require.NotEmpty(t, held, "Run held messages for its busy workers")
+	require.NotEmpty(t, held, "Run held later messages its last worker did not take, claimed ahead for busy workers")
 	t.Logf("killed Run (%d workers, visibility %v) with %d messages in its handlers %v and %d held for them %v",
 		Workers, Visibility, len(handled), handled, len(held), held)
 
@@ -120,8 +132,8 @@ func Check(t *testing.T, s store.Store, next func() string, kill func()) {
 }
 
 // settledInFlight waits until the messages in flight stop changing (the
-// workers are busy and Run claimed what it holds for them), and returns
-// their IDs.
+// workers are busy, the last with a later message, and Run claimed what
+// it holds for them), and returns their IDs.
 func settledInFlight(t *testing.T, s store.Store) []string {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -169,7 +181,7 @@ func survive(t *testing.T, s store.Store, ids []string, killedAt time.Time) map[
 		id string
 		survived
 	}
-	deliveries := make(chan delivery, quick+slow)
+	deliveries := make(chan delivery, quick+slow+later)
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

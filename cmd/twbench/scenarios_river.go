@@ -27,7 +27,7 @@ func init() {
 			"against River's default fetching (FetchCooldown 100ms, FetchPollInterval 1s: at most 8 jobs per 100ms, so on min(K, 800) jobs) " +
 			"and its fastest (both at 1ms); SQL statements per message of each (BEGIN and COMMIT included, counted by a pgx tracer on the pools: " +
 			"this process's statements only, River's background work included), and ours split by store method (Claim, Confirm, Ack, others); " +
-			"these rates (River's default fetching aside), statements and calls are the medians of -rounds rounds; lateness p50/p99/max and early starts with 8 workers, " +
+			"these rates (River's default fetching aside), statements and calls are the medians of -rounds rounds; lateness p50/p99/max (medians of -rounds rounds, River's defaults once) and early starts (their sum) with 8 workers, " +
 			"min(K, 2000) jobs over min(2s, -window), written in batches of 100 (ours: due vs when the handler starts; River: ScheduledAt " +
 			"vs when Work starts), against River with default and fastest fetching",
 		timers: func(*options) int { return 0 }, // the messages are in PostgreSQL
@@ -65,7 +65,8 @@ func riverLateCount(o *options) int { return min(riverCount(o), 2000) }
 // on the same server, in a scratch database that it drops at the end,
 // each figure in queues of its own: the rates side by side in -rounds
 // rounds (see riverRates); River's default fetching once, after them;
-// the lateness once, ours first.
+// the lateness side by side in -rounds rounds too, against River's
+// fastest fetching, and once against its defaults.
 func runRiver(e *env) (rows []row, err error) {
 	if !isPostgresURL(e.opts.store) {
 		return nil, errors.New(needsPostgresError("river"))
@@ -150,34 +151,79 @@ func runRiver(e *env) (rows []row, err error) {
 		oursOnly("store calls per job worked: Ack (ours, concurrent ones share a statement)", unitCallsMsg, med(func(r riverRates) float64 { return r.acks })),
 		oursOnly("store calls per job worked: Extend, Release, Retry, Expired (ours)", unitCallsMsg, med(func(r riverRates) float64 { return r.others })))
 
-	// Lateness.
+	// Lateness: ours and River's fastest side by side in rounds, River's
+	// defaults once (each of its runs takes tens of seconds).
 	lk, win := riverLateCount(o), durableWindow(o)
-	ours, err := runLateness(o, root+"/lateness", riverWorkers, lk, win)
-	if err != nil {
-		return nil, fmt.Errorf("ours, lateness: %w", err)
-	}
 	lateOf := fmt.Sprintf(", %d workers, K=%s over %v", riverWorkers, formatCount(lk), win)
-	for _, v := range []struct {
-		queue, label string
-		fetch        riverFetch
-	}{
-		{"lateness_default", " (vs River defaults)", riverDefaults},
-		{"lateness_fast", " (vs River 1ms fetch)", riverTuned},
-	} {
+	theirLateness := func(queue string, fetch riverFetch) ([]time.Duration, error) {
 		giveUp, cancel := context.WithTimeout(ctx, win+durableGiveUp)
-		theirs, err := b.lateness(giveUp, v.queue, riverWorkers, lk, win, v.fetch)
-		cancel()
+		defer cancel()
+		late, err := b.lateness(giveUp, queue, riverWorkers, lk, win, fetch)
 		if err != nil {
-			return nil, fmt.Errorf("river, %s: %w", v.queue, err)
+			return nil, fmt.Errorf("river, %s: %w", queue, err)
 		}
-		p := func(late []time.Duration, q float64) float64 { return millis(durablebench.Percentile(late, q)) }
-		rows = append(rows,
-			both("lateness p50"+lateOf+v.label, unitMillis, p(ours, 0.50), p(theirs, 0.50)),
-			both("lateness p99"+lateOf+v.label, unitMillis, p(ours, 0.99), p(theirs, 0.99)),
-			both("lateness max"+lateOf+v.label, unitMillis, millis(ours[len(ours)-1]), millis(theirs[len(theirs)-1])),
-			both("started before due"+lateOf+v.label, unitCount, float64(countEarly(ours)), float64(countEarly(theirs))))
+		return late, nil
 	}
+	lates, err := inRounds(e, "river lateness", func(r int) (lateRound, error) {
+		var lr lateRound
+		err := sideBySide(r, []func() error{func() (err error) {
+			lr.ours, err = runLateness(o, fmt.Sprintf("%s/lateness/%d", root, r), riverWorkers, lk, win)
+			if err != nil {
+				err = fmt.Errorf("ours, lateness: %w", err)
+			}
+			return err
+		}}, []func() error{func() (err error) {
+			lr.theirs, err = theirLateness(fmt.Sprintf("lateness_fast_%d", r), riverTuned)
+			return err
+		}})
+		return lr, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	defaults, err := theirLateness("lateness_default", riverDefaults)
+	if err != nil {
+		return nil, err
+	}
+	p := func(late []time.Duration, q float64) float64 { return millis(durablebench.Percentile(late, q)) }
+	ours := func(f func([]time.Duration) float64) func(lateRound) float64 {
+		return func(lr lateRound) float64 { return f(lr.ours) }
+	}
+	theirs := func(f func([]time.Duration) float64) func(lateRound) float64 {
+		return func(lr lateRound) float64 { return f(lr.theirs) }
+	}
+	p50 := func(l []time.Duration) float64 { return p(l, 0.50) }
+	p99 := func(l []time.Duration) float64 { return p(l, 0.99) }
+	most := func(l []time.Duration) float64 { return millis(l[len(l)-1]) }
+	early := func(l []time.Duration) float64 { return float64(countEarly(l)) }
+	sum := func(f func(lateRound) float64) float64 {
+		n := 0.0
+		for _, lr := range lates {
+			n += f(lr)
+		}
+		return n
+	}
+	const byDefault = " (vs River defaults)"
+	rows = append(rows,
+		both("lateness p50"+lateOf+byDefault, unitMillis, medianOver(lates, ours(p50)), p50(defaults)),
+		both("lateness p99"+lateOf+byDefault, unitMillis, medianOver(lates, ours(p99)), p99(defaults)),
+		both("lateness max"+lateOf+byDefault, unitMillis, medianOver(lates, ours(most)), most(defaults)),
+		both("started before due"+lateOf+byDefault, unitCount, sum(ours(early)), early(defaults)))
+	rows = append(rows,
+		bothMedians(lates, "lateness p50"+lateOf+fast, unitMillis, ours(p50), theirs(p50)),
+		bothMedians(lates, "lateness p99"+lateOf+fast, unitMillis, ours(p99), theirs(p99)),
+		bothMedians(lates, "lateness max"+lateOf+fast, unitMillis, ours(most), theirs(most)),
+		both("started before due"+lateOf+fast, unitCount, sum(ours(early)), sum(theirs(early))))
 	return rows, nil
+}
+
+// lateRound is one round of the lateness figures: the lateness of each
+// message, ours and River's (with its fastest fetching), sorted.
+type lateRound struct{ ours, theirs []time.Duration }
+
+func (lr lateRound) String() string {
+	p := func(late []time.Duration, q float64) float64 { return millis(durablebench.Percentile(late, q)) }
+	return fmt.Sprintf("lateness p50/p99 %.2f/%.2f ms vs %.2f/%.2f ms", p(lr.ours, 0.5), p(lr.ours, 0.99), p(lr.theirs, 0.5), p(lr.theirs, 0.99))
 }
 
 // pgWorked preloads a new pgstore queue of dir with k messages due now,

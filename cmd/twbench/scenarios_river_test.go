@@ -157,6 +157,8 @@ func TestRiverScenarioOnPostgres(t *testing.T) {
 	// Each round's rates go to stderr, and the table has their medians.
 	assert.Contains(t, stderr, "twbench: river round 1 of 2: enqueue one at a time ")
 	assert.Contains(t, stderr, "twbench: river round 2 of 2: enqueue one at a time ")
+	assert.Contains(t, stderr, "twbench: river lateness round 1 of 2: lateness p50/p99 ")
+	assert.Contains(t, stderr, "twbench: river lateness round 2 of 2: lateness p50/p99 ")
 	assert.NotContains(t, stderr, "round 3")
 	data, err := os.ReadFile(jsonPath)
 	require.NoError(t, err)

@@ -50,6 +50,9 @@
 // added the columns of kind, max attempts and timeout, with constant
 // defaults: ALTER TABLE adds them without rewriting the table, under a
 // brief ACCESS EXCLUSIVE lock, and the rows written before read as zero.
+// Version 5 compares the queue's name byte by byte (COLLATE "C"): the
+// rows stay as they are, and the table's indexes are rebuilt, under an
+// ACCESS EXCLUSIVE lock for as long as that takes on a large table.
 //
 // # Statements
 //

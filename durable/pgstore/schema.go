@@ -11,7 +11,7 @@ import (
 // SchemaVersion is the version of the tables this package reads and
 // writes. New migrates older tables to it (unless WithoutMigrate) and
 // refuses newer ones (ErrSchemaTooNew).
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // The objects of a schema, shared by all the queues in it.
 const (
@@ -132,6 +132,15 @@ var migrations = [][]string{
 	ADD COLUMN IF NOT EXISTS kind         bytea   NOT NULL DEFAULT '',
 	ADD COLUMN IF NOT EXISTS max_attempts integer NOT NULL DEFAULT 0,
 	ADD COLUMN IF NOT EXISTS timeout_ns   bigint  NOT NULL DEFAULT 0`,
+	},
+	// Version 5: the queue's name compared byte by byte (COLLATE "C") in
+	// the messages' table and its indexes, every one of which starts with
+	// it: the database's collation (en_US.UTF-8, or even C.UTF-8 before
+	// PostgreSQL 17) compares text through the C library, on every index
+	// step of every write. The type stays text: the rows are not
+	// rewritten, the indexes are rebuilt, under an ACCESS EXCLUSIVE lock.
+	{
+		`ALTER TABLE {T} ALTER COLUMN queue TYPE text COLLATE "C"`,
 	},
 }
 

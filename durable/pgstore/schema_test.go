@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -116,29 +117,9 @@ func TestSchemaMigratesVersion3(t *testing.T) {
 	pool := testPool(t)
 	schema := "v3_" + freshQueue()
 	n := newNames(schema)
-	tx, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `CREATE SCHEMA `+n.schema)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, n.expand(versionTableSQL))
-	require.NoError(t, err)
-	for v := range 3 {
-		for _, stmt := range migrations[v] {
-			_, err := tx.Exec(ctx, n.expand(stmt))
-			require.NoError(t, err, stmt)
-		}
-		_, err = tx.Exec(ctx, n.expand(recordVersionSQL), v+1)
-		require.NoError(t, err)
-	}
-	// A message of each state, as version 3 wrote them.
-	_, err = tx.Exec(ctx, n.expand(`INSERT INTO {T} (queue, id, payload, state, due, seq, deadline, died_at, attempt, token, enqueued_at)
-		VALUES ('q', 'pending', 'p', 1, now() - interval '1 hour', nextval({SEQ}), NULL, NULL, 0, 0, now()),
-			('q', 'inflight', 'p', 2, now(), nextval({SEQ}), now() + interval '1 hour', NULL, 1, nextval({TOK}), now()),
-			('q', 'dead', 'p', 3, now(), nextval({SEQ}), NULL, now(), 1, nextval({TOK}), now())`))
-	require.NoError(t, err)
-	require.NoError(t, tx.Commit(ctx))
+	createVersion(t, pool, n, 3)
 
-	_, err = New(ctx, pool, "q", WithSchema(schema), WithoutMigrate())
+	_, err := New(ctx, pool, "q", WithSchema(schema), WithoutMigrate())
 	require.ErrorIs(t, err, ErrSchemaTooOld, "version 3 without migrating")
 	indexes := func() []string {
 		var defs []string
@@ -153,7 +134,7 @@ func TestSchemaMigratesVersion3(t *testing.T) {
 	indexesBefore, fileBefore := indexes(), file()
 
 	s := openStore(t, pool, "q", WithSchema(schema))
-	assert.Equal(t, indexesBefore, indexes(), "the indexes are those of version 3")
+	assert.Equal(t, indexesBefore, indexes(), "the indexes are defined as those of version 3")
 	assert.Equal(t, fileBefore, file(), "the table is not rewritten")
 	var v int
 	require.NoError(t, pool.QueryRow(ctx, n.expand(`SELECT max(version) FROM {V}`)).Scan(&v))
@@ -183,4 +164,64 @@ func TestSchemaMigratesVersion3(t *testing.T) {
 	require.NoError(t, s.Enqueue(ctx, []durable.Message{m}))
 	info := getInfo(t, s, "pending")
 	assert.Equal(t, []any{m.Kind, m.MaxAttempts, m.Timeout}, []any{info.Kind, info.MaxAttempts, info.Timeout})
+}
+
+// createVersion creates the tables of version, in the schema of n, with
+// a message of each state as that version wrote them, in queue "q".
+func createVersion(t *testing.T, pool *pgxpool.Pool, n names, version int) {
+	t.Helper()
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `CREATE SCHEMA `+n.schema)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, n.expand(versionTableSQL))
+	require.NoError(t, err)
+	for v := range version {
+		for _, stmt := range migrations[v] {
+			_, err := tx.Exec(ctx, n.expand(stmt))
+			require.NoError(t, err, stmt)
+		}
+		_, err = tx.Exec(ctx, n.expand(recordVersionSQL), v+1)
+		require.NoError(t, err)
+	}
+	_, err = tx.Exec(ctx, n.expand(`INSERT INTO {T} (queue, id, payload, state, due, seq, deadline, died_at, attempt, token, enqueued_at)
+		VALUES ('q', 'pending', 'p', 1, now() - interval '1 hour', nextval({SEQ}), NULL, NULL, 0, 0, now()),
+			('q', 'inflight', 'p', 2, now(), nextval({SEQ}), now() + interval '1 hour', NULL, 1, nextval({TOK}), now()),
+			('q', 'dead', 'p', 3, now(), nextval({SEQ}), NULL, now(), 1, nextval({TOK}), now())`))
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit(ctx))
+}
+
+// TestSchemaMigratesVersion4 has New migrate tables of version 4 that
+// hold messages: the queue's name is then compared byte by byte (COLLATE
+// "C"), without a rewrite of the table, and every message is still
+// there, found through the indexes.
+func TestSchemaMigratesVersion4(t *testing.T) {
+	pool := testPool(t)
+	schema := "v4_" + freshQueue()
+	n := newNames(schema)
+	createVersion(t, pool, n, 4)
+	collation := func() (c string) {
+		require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce(collation_name, '') FROM information_schema.columns
+			WHERE table_schema = $1 AND table_name = $2 AND column_name = 'queue'`, schema, messagesTable).Scan(&c))
+		return c
+	}
+	file := func() (f uint32) {
+		require.NoError(t, pool.QueryRow(ctx, `SELECT relfilenode FROM pg_class WHERE oid = $1::regclass`, n.messages).Scan(&f))
+		return f
+	}
+	assert.Empty(t, collation(), "version 4: the database's collation")
+	fileBefore := file()
+
+	s := openStore(t, pool, "q", WithSchema(schema))
+	assert.Equal(t, "C", collation())
+	assert.Equal(t, fileBefore, file(), "the table is not rewritten")
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, [3]int{1, 1, 1}, [3]int{st.Pending, st.InFlight, st.Dead})
+	c, err := s.Claim(ctx, store.ClaimParams{Limit: 10, Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, c.Leases, 1)
+	assert.Equal(t, "pending", c.Leases[0].ID)
+	require.NoError(t, s.Ack(ctx, c.Leases[0].Ref()))
 }

@@ -192,12 +192,14 @@ func (q *Queue) Enqueue(ctx context.Context, msgs ...Message) error {
 }
 
 // Cancel deletes the message id if it is pending or dead, or claimed
-// ahead by a receiver, in any process, that has not handed it out yet
-// (see Receive; and Run, which holds messages for busy workers the same
-// way): that receiver then claims another. It reports whether
-// there was one. It returns ErrInFlight, and deletes nothing, once the
-// message has been handed out to a consumer: ack it, or let its lease
-// expire, instead. Once Cancel returns true, no receiver hands the
+// ahead of its due time by a receiver, in any process, that has not
+// handed it out yet (see Receive; and Run, which holds such messages for
+// busy workers the same way): that receiver then claims another. It
+// reports whether there was one. It returns ErrInFlight, and deletes
+// nothing, once the message has been handed out: to a consumer, or by a
+// claim of Run for a busy worker, which hands out the messages already
+// due that it claims (see Run). Ack it, or let its lease expire,
+// instead. Once Cancel returns true, no receiver hands the
 // message out.
 //
 // Errors: (false, nil) means there was nothing to delete. ErrInFlight and

@@ -73,8 +73,9 @@ func Handler(say func(line string)) durable.Handler {
 	return func(_ context.Context, d *durable.Delivery) error {
 		if string(d.Payload) == "quick" {
 			// Quick, but not so quick that none finishes while Run
-			// claims: its window grows with those that do.
-			time.Sleep(time.Millisecond)
+			// claims: its window grows with those that do, and the
+			// last claims of them leave it open.
+			time.Sleep(5 * time.Millisecond)
 			return nil
 		}
 		say(fmt.Sprintf("START %s %d", d.ID, d.Attempt))

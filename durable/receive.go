@@ -77,9 +77,10 @@ func (q *Queue) Receive(ctx context.Context) (*Delivery, error) {
 // ahead held (see Store.Claim), on a short lease (see HeldLease), for
 // Run to keep alive while they wait (runner.hold) and to confirm with a
 // lease of the visibility timeout when it hands them out (handOut). One
-// claim, one store write, for all. It returns at least one, each to be handed out with deliver. Once the store
-// leased them it returns them even if ctx ended meanwhile: a lease taken
-// is handed out. Its errors are Receive's.
+// claim, one store write, for all. It returns at least one, each to be
+// handed out with deliver. Once the store leased them it returns them
+// even if ctx ended meanwhile: a lease taken is handed out. Its errors
+// are Receive's.
 func (q *Queue) claimDue(ctx context.Context, want func() (n, held int)) ([]*Delivery, error) {
 	var lastErr error
 	for failures := 0; ; {

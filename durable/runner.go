@@ -503,8 +503,9 @@ func (r *runner) giveBack(d *Delivery) {
 
 // freshen extends by the visibility timeout the lease of a message still
 // on a short lease (see HeldLease; the confirmation of a held message
-// gives it the visibility timeout's, so this is one a store handed out
-// by its claim though it was asked to hold it), or that waited in Run
+// gives it the visibility timeout's, so this is one claimed ahead among
+// the first of its claim that the store left on the short lease, as
+// Redis with shards may: see store.ShardedOrder), or that waited in Run
 // for a third of the visibility timeout, before its handler starts, as the
 // lease keeper would have by then. It reports whether the handler is to
 // run: not if the lease was lost meanwhile. Another failure leaves the

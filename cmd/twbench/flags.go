@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/seed64e23a5c/timingwheel"
 )
 
@@ -61,6 +63,12 @@ type options struct {
 	pgDatabase string
 	pgMeter    *pgMeter
 	pgWarm     bool
+	// pgPool, if set, is the pool that pgstore stores open on, and that
+	// outlives them: the river scenario keeps one for the run, as River's
+	// side keeps its client's, so that each side's connections have
+	// planned and cached its statements when the figures after the first
+	// are measured, as a service's long-lived pool has.
+	pgPool *pgxpool.Pool
 	// pgUnsafe starts the PostgreSQL of -store postgres with fsync off
 	// (-pg-unsafe). pgSettings and pgDurable are what the server of
 	// -store said of its fsync and synchronous_commit (see checkPostgres),

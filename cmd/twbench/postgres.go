@@ -115,22 +115,30 @@ func pgPool(ctx context.Context, o *options) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// pgStore is a pgstore.Store that closes its pool with it.
+// pgStore is a pgstore.Store on pool, which it closes with it if it
+// opened it (not o.pgPool).
 type pgStore struct {
 	*pgstore.Store
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	owned bool
 }
 
 func (s pgStore) Close() error {
 	err := s.Store.Close()
-	s.pool.Close()
+	if s.owned {
+		s.pool.Close()
+	}
 	return err
 }
 
-// openPgStore opens a pool on the database of o and the store of queue on
-// it, which creates its tables if needed.
+// openPgStore opens the store of queue, which creates its tables if
+// needed, on o.pgPool or else on a pool of its own on the database of o.
 func openPgStore(o *options, queue string) (pgStore, error) {
 	ctx := context.Background()
+	if o.pgPool != nil {
+		s, err := pgstore.New(ctx, o.pgPool, queue)
+		return pgStore{s, o.pgPool, false}, err
+	}
 	pool, err := pgPool(ctx, o)
 	if err != nil {
 		return pgStore{}, err
@@ -140,7 +148,7 @@ func openPgStore(o *options, queue string) (pgStore, error) {
 		pool.Close()
 		return pgStore{}, err
 	}
-	return pgStore{s, pool}, nil
+	return pgStore{s, pool, true}, nil
 }
 
 // pgScratch is a database that a scenario creates on the server of -store

@@ -21,6 +21,7 @@ func init() {
 		needsPostgres: true,
 		help: "the durable queue on the PostgreSQL of -store (durable/pgstore; postgres:// only, left out of all otherwise) vs " +
 			"riverqueue/river v0.51.2 (pgx driver) on the same server, in the runtime column, both in a scratch database dropped afterwards, " +
+			"each side on a pool of its own that it keeps for the run, as a service does, " +
 			"100-byte payloads, K=-pending/50 jobs (100 to 20k): inserts/s from 8 producers, due in an hour, one at a time " +
 			"(our Queue.Enqueue, River's Insert) and in batches of 100 (pgstore's EnqueueTx in a transaction, and Queue.Enqueue of 100 messages; River's InsertMany); " +
 			"jobs worked/s with 8 workers, due already (durable's Run; a River client with MaxWorkers 8, until River reports them completed), " +
@@ -90,6 +91,11 @@ func runRiver(e *env) (rows []row, err error) {
 		return nil, err
 	}
 	defer b.close()
+	// Our side keeps a pool for the run too (see options.pgPool).
+	if o.pgPool, err = pgPool(ctx, o); err != nil {
+		return nil, err
+	}
+	defer o.pgPool.Close()
 
 	k := riverCount(o)
 	ks := "K=" + formatCount(k)

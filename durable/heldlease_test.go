@@ -79,7 +79,7 @@ func holdAll(t *testing.T, q *Queue, r *runner, n int) []*Delivery {
 	require.Len(t, ds, n)
 	for _, d := range ds {
 		require.True(t, d.held)
-		r.held[d] = &holding{}
+		r.waiting[d] = &waiting{}
 	}
 	return ds
 }
@@ -123,7 +123,7 @@ func TestHeldLeasesAreShortKeptAndComeBackSoonAfterACrash(t *testing.T) {
 		assert.Equal(t, mock.Now().Add(heldAhead+HeldLease), info.Deadline, "%s: held, on a short lease from its due time", d.ID)
 	}
 
-	stopHolding := r.hold()
+	stopKeeping := r.keepWaiting()
 	for range 15 { // 10s of waiting for the worker, in steps of the holder's period
 		mock.Add(HeldLease / 3)
 		want := mock.Now().Add(HeldLease)
@@ -163,7 +163,7 @@ func TestHeldLeasesAreShortKeptAndComeBackSoonAfterACrash(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, InFlight, info.State, "the handed-out message keeps its lease")
 	assert.Equal(t, handedAt.Add(visibility), info.Deadline)
-	stopHolding()
+	stopKeeping()
 }
 
 // TestHeldLeaseIsExtendedToTheVisibilityTimeoutAtItsHandOut: the worker
@@ -199,7 +199,7 @@ func TestHeldLeaseIsExtendedToTheVisibilityTimeoutAtItsHandOut(t *testing.T) {
 	r.pending.Store(0)
 	runWorker(r, ds...)
 	assert.Equal(t, 1, handled)
-	assert.Empty(t, r.held, "the holder lets it go")
+	assert.Empty(t, r.waiting, "the keeper lets it go")
 	assert.True(t, drained(t, q)())
 }
 

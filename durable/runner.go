@@ -82,7 +82,10 @@ var ErrHandlerPanic = errors.New("durable: handler panicked")
 // Run extends the lease every third of the visibility timeout, by the
 // visibility timeout, and at once when a handler starts on a message
 // that waited in Run a third of it already; d.Deadline keeps the
-// deadline of the hand-out.
+// deadline of the hand-out. A message handed out by the claim that waits
+// in Run for a worker has its lease extended too, by the visibility
+// timeout once a third of it has passed, however long the handlers before
+// it run: it reaches its handler at the attempt of its claim.
 //
 // Shutdown: when ctx ends, the running handlers' ctx ends too, and Run
 // waits for each of them to return, however long that takes: a handler
@@ -155,7 +158,7 @@ func (q *Queue) Run(ctx context.Context, workers int, h Handler) error {
 	q.active.Done()
 
 	r := newRunner(ctx, q, h, workers)
-	stopHolding := r.hold()
+	stopKeeping := r.keepWaiting()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -167,7 +170,7 @@ func (q *Queue) Run(ctx context.Context, workers int, h Handler) error {
 	err := r.dispatch()
 	close(r.jobs)
 	wg.Wait()
-	stopHolding()
+	stopKeeping()
 	r.acks.Wait()
 	return err
 }
@@ -191,16 +194,16 @@ type runner struct {
 	acks     sync.WaitGroup // acks being written
 	ackSlots chan struct{}  // one token per ack being written
 
-	heldMu sync.Mutex
-	held   map[*Delivery]*holding // claimed held, in jobs, no worker took it yet
+	waitingMu sync.Mutex
+	waiting   map[*Delivery]*waiting // claimed, in jobs, no worker took it yet
 }
 
-// holding is the state of a delivery claimed held while it waits in jobs:
-// its mu orders the holder's extensions (on the short lease) before the
-// worker's confirmation and extension to the visibility timeout.
-type holding struct {
+// waiting is the state of a delivery while it waits in jobs: its mu
+// orders the keeper's extensions before the worker's confirmation or
+// extension.
+type waiting struct {
 	mu    sync.Mutex
-	taken bool // by a worker, or its lease was lost: the holder leaves it
+	taken bool // by a worker, or its lease was lost: the keeper leaves it
 }
 
 func newRunner(ctx context.Context, q *Queue, h Handler, workers int) *runner {
@@ -211,7 +214,7 @@ func newRunner(ctx context.Context, q *Queue, h Handler, workers int) *runner {
 		jobs:     make(chan *Delivery, workers*(1+prefetchPerWorker)),
 		wake:     make(chan struct{}, 1),
 		ackSlots: make(chan struct{}, maxPendingAcks),
-		held:     make(map[*Delivery]*holding),
+		waiting:  make(map[*Delivery]*waiting),
 		workers:  workers,
 		most:     workers * prefetchPerWorker,
 	}
@@ -280,12 +283,12 @@ func (r *runner) dispatch() error {
 			return err
 		}
 		r.pending.Add(int64(len(ds)))
+		r.waitingMu.Lock()
 		for _, d := range ds {
-			if d.held {
-				r.heldMu.Lock()
-				r.held[d] = &holding{}
-				r.heldMu.Unlock()
-			}
+			r.waiting[d] = &waiting{}
+		}
+		r.waitingMu.Unlock()
+		for _, d := range ds {
 			r.jobs <- d
 		}
 		r.adjustWindow(int(r.finished.Load() - finished))
@@ -323,18 +326,21 @@ func (r *runner) claimSize() (n, held int) {
 	return n, max(n-idle, 0)
 }
 
-// hold keeps the leases of the messages claimed held alive while they
-// wait for a worker: every third of their lease (HeldLease) it extends
-// each by that lease, until the returned function is called (after the
-// workers stopped). A lease found lost (the message was replaced,
-// cancelled or reaped) is left alone: the worker's confirmation will find
-// the same. A failed extension is reported and tried again next time; if
-// the store stays down, the lease expires, and the message comes back
-// costing nothing (store.ExpiredLease.Held).
-func (r *runner) hold() (stop func()) {
+// keepWaiting keeps the leases of the messages that wait in jobs alive
+// until a worker takes them, until the returned function is called (after
+// the workers stopped). Every third of HeldLease it extends each held one
+// by HeldLease, and each handed out by the claim by the visibility timeout
+// once a third of that has passed since its claim or last extension: a
+// message waiting behind handlers that run long is not reaped before its
+// own handler starts. A lease found lost (the message was replaced,
+// cancelled or reaped) is left alone: the worker's confirmation (held)
+// or extension (see freshen) finds the same, and runs no handler. A failed
+// extension is reported and tried again next time; if the store stays
+// down, the lease expires, and a held message comes back costing nothing
+// (store.ExpiredLease.Held).
+func (r *runner) keepWaiting() (stop func()) {
 	q := r.q
-	lease := q.cfg.heldLease()
-	ticker := q.clock.Ticker(max(lease/3, time.Millisecond))
+	ticker := q.clock.Ticker(max(q.cfg.heldLease()/3, time.Millisecond))
 	stopped := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -346,14 +352,14 @@ func (r *runner) hold() (stop func()) {
 				return
 			case <-ticker.C:
 			}
-			r.heldMu.Lock()
-			held := make(map[*Delivery]*holding, len(r.held))
-			for d, h := range r.held {
-				held[d] = h
+			r.waitingMu.Lock()
+			ws := make(map[*Delivery]*waiting, len(r.waiting))
+			for d, w := range r.waiting {
+				ws[d] = w
 			}
-			r.heldMu.Unlock()
-			for d, h := range held {
-				r.extendHeld(d, h, lease)
+			r.waitingMu.Unlock()
+			for d, w := range ws {
+				r.extendWaiting(d, w)
 			}
 		}
 	}()
@@ -363,45 +369,49 @@ func (r *runner) hold() (stop func()) {
 	}
 }
 
-// extendHeld extends the short lease of d, claimed held, unless a worker
-// took it already.
-func (r *runner) extendHeld(d *Delivery, h *holding, lease time.Duration) {
+// extendWaiting extends the lease of d, waiting in jobs, when it is due
+// for it (see keepWaiting), unless a worker took it already.
+func (r *runner) extendWaiting(d *Delivery, w *waiting) {
 	q := r.q
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.taken {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.taken {
 		return
+	}
+	by := q.cfg.heldLease()
+	if !d.held {
+		if q.clock.Until(d.Deadline) > q.cfg.visibility-q.cfg.visibility/3 {
+			return
+		}
+		by = q.cfg.visibility
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), q.cfg.callTimeout())
 	defer cancel()
-	err := q.call(func() error { return q.store.Extend(ctx, store.ExtendParams{Lease: d.ref(), By: lease}) })
+	err := q.call(func() error { return q.store.Extend(ctx, store.ExtendParams{Lease: d.ref(), By: by}) })
 	switch {
 	case err == nil:
-		d.Deadline = q.clock.Now().Add(lease)
+		d.Deadline = q.clock.Now().Add(by)
 	case errors.Is(err, ErrLeaseLost):
-		h.taken = true
+		w.taken = true
 	case errors.Is(err, ErrClosed):
 	default:
 		q.storeError(OpExtend, d, err)
-		q.log.Warn("durable: extending the lease of a message held for a busy worker failed; trying again",
-			"id", d.ID, "err", err)
+		q.log.Warn("durable: extending the lease of a message waiting for a busy worker failed; trying again",
+			"id", d.ID, "held", d.held, "err", err)
 	}
 }
 
-// take says that a worker took d from jobs: the holder extends its short
-// lease no more (and is done with any extension under way).
+// take says that a worker took d from jobs: the keeper extends its lease
+// no more (and is done with any extension under way).
 func (r *runner) take(d *Delivery) {
-	if !d.held {
-		return
-	}
-	r.heldMu.Lock()
-	h := r.held[d]
-	delete(r.held, d)
-	r.heldMu.Unlock()
-	if h != nil {
-		h.mu.Lock()
-		h.taken = true
-		h.mu.Unlock()
+	r.waitingMu.Lock()
+	w := r.waiting[d]
+	delete(r.waiting, d)
+	r.waitingMu.Unlock()
+	if w != nil {
+		w.mu.Lock()
+		w.taken = true
+		w.mu.Unlock()
 	}
 }
 

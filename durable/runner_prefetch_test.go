@@ -326,6 +326,66 @@ func TestRunHandsOutDueMessagesItClaimsForLater(t *testing.T) {
 	assert.True(t, drained(t, q)())
 }
 
+// TestRunKeepsTheLeasesOfMessagesWaitingBehindALongHandler: messages
+// the claim handed out for a busy worker wait in Run on leases of the
+// visibility timeout, which Run extends by as much once a third of it has
+// passed, so that a handler running longer than the visibility timeout
+// (its own lease kept alive) does not get the messages behind it reaped:
+// each reaches its handler at the attempt of its claim. One replaced
+// meanwhile (its lease lost) reaches no handler, and its new version
+// stays pending.
+func TestRunKeepsTheLeasesOfMessagesWaitingBehindALongHandler(t *testing.T) {
+	const visibility = 30 * time.Second
+	ctx := context.Background()
+	q, mock, rec := recordedQueue(t, WithVisibilityTimeout(visibility), WithMaxAttempts(1), quietLogger())
+	other, err := New(rec.Store, WithClock(mock), withClaimAhead(0))
+	require.NoError(t, err)
+	defer other.Close()
+	enqueueDueNow(t, q, mock, "a", "b", "c")
+
+	var handled []string
+	r := newRunner(ctx, q, func(_ context.Context, d *Delivery) error {
+		handled = append(handled, fmt.Sprintf("%s@%d", d.ID, d.Attempt))
+		return nil
+	}, 1)
+	r.window = 4
+	r.pending.Store(1) // the worker is busy with a long handler
+	ds, err := q.claimDue(ctx, r.claimSize)
+	require.NoError(t, err)
+	require.Len(t, ds, 3)
+	for _, d := range ds {
+		require.False(t, d.held, "%s: due, handed out by the claim", d.ID)
+		r.waiting[d] = &waiting{}
+	}
+	stopKeeping := r.keepWaiting()
+	require.NoError(t, other.Enqueue(ctx, Message{ID: "c", Payload: []byte("v2"), Due: mock.Now().Add(time.Hour)}))
+
+	// The busy worker's handler runs 5 minutes, in steps of the keeper's
+	// period.
+	period := HeldLease / 3
+	for range int(5 * time.Minute / period) {
+		mock.Add(period)
+		require.Eventually(t, func() bool {
+			for _, id := range []string{"a", "b"} {
+				info, err := q.Get(ctx, id)
+				if err != nil || info.State != InFlight || info.Deadline.Sub(mock.Now()) <= visibility-visibility/3 {
+					return false
+				}
+			}
+			return true
+		}, 5*time.Second, time.Millisecond, "the waiting leases are extended once a third of them has passed, never reaped")
+	}
+	stopKeeping()
+	assert.Positive(t, rec.extends.Load())
+
+	r.pending.Store(0)
+	runWorker(r, ds...)
+	assert.Equal(t, []string{"a@1", "b@1"}, handled)
+	info, err := q.Get(ctx, "c")
+	require.NoError(t, err)
+	assert.Equal(t, [3]any{Pending, "v2", 0}, [3]any{info.State, string(info.Payload), info.Attempt})
+}
+
 func TestRunClaimsForIdleWorkersAndTheWindowAtOnce(t *testing.T) {
 	r := newRunner(context.Background(), nil, nil, 8)
 	r.window = 8

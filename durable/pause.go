@@ -22,8 +22,8 @@ import (
 // (Stats.Paused says so) until a Resume, from any process. Receivers
 // blocked in Receive or Run stop taking new messages within one wake-up:
 // a claim of a paused queue leases nothing, and a message claimed ahead
-// of its due time (or held by Run for a busy worker) before the pause is
-// not handed out: its confirmation (Store.Confirm) fails with ErrPaused,
+// of its due time (by Receive, or held by Run for a busy worker) before
+// the pause is not handed out: its confirmation (Store.Confirm) fails with ErrPaused,
 // and the queue gives it back to the store, pending at its due time
 // again, costing no attempt and leaving no error text (as with Close).
 // Deliveries handed

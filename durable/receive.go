@@ -10,8 +10,8 @@ import (
 	"github.com/seed64e23a5c/timingwheel/durable/store"
 )
 
-// Receiving: claiming due messages (ahead of their due time, or held
-// for Run) and handing each out at its due time.
+// Receiving: claiming due messages (some ahead of their due time, for
+// Receive or held by Run) and handing each out at its due time.
 
 // claimAhead is how early Receive claims a message: a write to the
 // store, with its fsync, takes from a fraction of a millisecond to tens of

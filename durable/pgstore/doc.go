@@ -101,7 +101,7 @@
 //
 // A delivery thus costs the database a share of one statement to claim
 // (shared by the messages of a claim), and at most one to ack, plus at
-// most one to confirm if it was claimed ahead of its due time or held;
+// most one to confirm if it was claimed ahead of its due time;
 // under a Run with several workers, the acks and confirmations share
 // statements too, one statement for those of both kinds under way.
 //

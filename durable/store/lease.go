@@ -35,7 +35,8 @@ func (l *Lease) Ref() LeaseRef { return LeaseRef{ID: l.ID, Token: l.Token} }
 // ClaimParams are the parameters of Claim, all decided by the queue.
 type ClaimParams struct {
 	// Limit is the most messages to lease (0 or more), and Held how many
-	// of them, the last, the caller holds for later (see Claim).
+	// of them the caller holds for later: the places beyond the first
+	// Limit-Held, however many the claim finds (see Claim).
 	Limit, Held int
 	// Lease is how long a lease lasts after its Ready time, and Ahead how
 	// far after now a message may be due and still be claimed (ahead).

@@ -76,7 +76,9 @@ type Notifier interface {
 // holds on HeldLease only the messages claimed ahead beyond each
 // shard's share of its first Limit-Held, so one beyond the first
 // Limit-Held may have Lease (when due messages of other shards took
-// places of their shares); and a Retention holds per shard, a death
+// places of their shares), and one within it may keep HeldLease, coming
+// after the other leases of the claim, when the write that would have
+// given it Lease failed on its shard; and a Retention holds per shard, a death
 // trimming the dead letters of its own shard, each shard keeping its
 // share of MaxCount (at least one). Shard returns the shard that holds,
 // or would hold, the message id.

@@ -36,9 +36,12 @@ type Store interface {
 	// (Lease.Ahead): its lease is not handed out until Confirm says so, and
 	// an Enqueue or Cancel of its ID before that takes it back. A message
 	// due by now is handed out by the Claim itself, whatever its place in
-	// the claim. p.Held (0 or more) says how many of the claim, the last
-	// ones, a caller holds for later: those of them claimed ahead (held)
-	// have a lease of p.HeldLease, if positive, instead of p.Lease.
+	// the claim. p.Held (0 or more) says how many places of the claim, those
+	// beyond its first p.Limit-p.Held, a caller holds for later: the
+	// messages claimed ahead in them (held) have a lease of p.HeldLease, if
+	// positive, instead of p.Lease. A claim that finds fewer than p.Limit
+	// fills the first places first: with p.Limit-p.Held or fewer, none is
+	// held.
 	//
 	// A Claim of a paused queue (see Pauser) leases nothing: it returns
 	// no leases, with Claimed.Paused set, its Now and NextDeadline as

@@ -61,6 +61,9 @@ var brokenStores = []brokenStore{
 	{name: "Held not reported", wrap: newHeldHidden, caughtBy: "Expired/ReportsHeld"},
 	{name: "HeldLease ignored", wrap: newHeldLeaseIgnored, caughtBy: "Claim/HeldLeaseForTheHeld"},
 	{name: "due held beyond Limit-Held", wrap: newDueHeld, caughtBy: "Claim/DueAreHandedOutWhateverHeld"},
+	{name: "HeldLease ignored, one shard", wrap: newOneShardHeldLeaseIgnored, caughtBy: "Claim/HeldLeaseForTheHeld"},
+	{name: "HeldLease for every lease ahead", wrap: newAllAheadHeld, caughtBy: "Claim/HeldOnlyBeyondTheFirstLimitMinusHeld"},
+	{name: "held counted from the leases found", wrap: newHeldOfFound, caughtBy: "Claim/HeldCountFromLimitNotFromWhatWasFound"},
 	{name: "Confirm's By ignored", wrap: newConfirmByIgnored, caughtBy: "Confirm/ByMovesTheDeadline"},
 	{name: "Kind lost", wrap: newKindLost, caughtBy: "Fields/KeptInEveryState"},
 	{name: "data lost on Reopen", wrap: plain, lostOnReopen: true, caughtBy: "Restart/KeepsEveryState"},
@@ -470,6 +473,51 @@ func newHeldLeaseIgnored(s *memstore.Store) store.Store { return heldLeaseIgnore
 func (s heldLeaseIgnored) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, error) {
 	p.HeldLease = 0
 	return s.Store.Claim(ctx, p)
+}
+
+// oneShardHeldLeaseIgnored is heldLeaseIgnored on a store.ShardedOrder of
+// one shard, which may weaken no rule of the held leases.
+type oneShardHeldLeaseIgnored struct{ heldLeaseIgnored }
+
+func newOneShardHeldLeaseIgnored(s *memstore.Store) store.Store {
+	return oneShardHeldLeaseIgnored{heldLeaseIgnored{s}}
+}
+
+func (oneShardHeldLeaseIgnored) Shard(string) int { return 0 }
+
+// allAheadHeld holds every message a claim takes ahead of its due time,
+// the first Limit-Held too.
+type allAheadHeld struct{ *memstore.Store }
+
+func newAllAheadHeld(s *memstore.Store) store.Store { return allAheadHeld{s} }
+
+func (s allAheadHeld) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, error) {
+	if p.HeldLease > 0 {
+		p.Held = p.Limit
+	}
+	return s.Store.Claim(ctx, p)
+}
+
+// heldOfFound puts on HeldLease the leases ahead among the last Held of
+// those a claim found, rather than beyond its first Limit-Held.
+type heldOfFound struct{ *memstore.Store }
+
+func newHeldOfFound(s *memstore.Store) store.Store { return heldOfFound{s} }
+
+func (s heldOfFound) Claim(ctx context.Context, p store.ClaimParams) (store.Claimed, error) {
+	c, err := s.Store.Claim(ctx, p)
+	if err != nil || p.HeldLease <= 0 {
+		return c, err
+	}
+	for i := range c.Leases {
+		l := &c.Leases[i]
+		if l.Ahead && i >= len(c.Leases)-p.Held && i < p.Limit-p.Held {
+			if s.Store.Extend(ctx, store.ExtendParams{Lease: l.Ref(), By: l.Ready.Sub(c.Now) + p.HeldLease}) == nil {
+				l.Deadline = l.Ready.Add(p.HeldLease)
+			}
+		}
+	}
+	return c, nil
 }
 
 // dueHeld says that the due messages beyond the first Limit-Held of a

@@ -203,7 +203,7 @@ var claimRules = []rule{
 		// the due ones beyond Limit-Held too.
 		c := e.claim(claimArgs{Limit: 5, Held: 3, Lease: time.Hour, HeldLease: 2 * time.Second, Ahead: time.Minute})
 		require.Len(e.t, c.Leases, 5)
-		_, sharded := e.s.(store.ShardedOrder)
+		sharded := e.sharded()
 		for _, l := range c.Leases {
 			require.Equal(e.t, strings.HasPrefix(l.ID, "h"), l.Ahead, "%s: claimed ahead if due later", l.ID)
 		}
@@ -222,6 +222,46 @@ var claimRules = []rule{
 			return
 		}
 		require.ElementsMatch(e.t, seqIDs("h", 2), expired, "the held leases expire after HeldLease, the others do not")
+	}},
+	{"HeldOnlyBeyondTheFirstLimitMinusHeld", func(e *env) {
+		later := e.now().Add(e.soon())
+		ids := seqIDs("h", 4)
+		for _, id := range ids {
+			e.enqueue(msg(id, later))
+		}
+		// Four claimed ahead, Limit 4, Held 2: the first two are for
+		// receivers waiting now, on Lease; the last two held, on
+		// HeldLease (requireClaimed checks each deadline).
+		c := e.claim(claimArgs{Limit: 4, Held: 2, Lease: time.Hour, HeldLease: 2 * time.Second, Ahead: time.Minute})
+		require.Len(e.t, c.Leases, 4)
+		for _, l := range c.Leases {
+			require.True(e.t, l.Ahead, "%s: claimed ahead", l.ID)
+		}
+		e.waitPast(later.Add(2 * time.Second))
+		var expired []string
+		for _, l := range e.expired(10).Leases {
+			expired = append(expired, l.ID)
+		}
+		if e.sharded() {
+			// Held beyond its shard's share only (see store.ShardedOrder).
+			require.Subset(e.t, ids, expired)
+			require.LessOrEqual(e.t, len(expired), 2, "at most the last Held are held")
+			return
+		}
+		require.Equal(e.t, ids[2:], expired, "the last two held and expired after HeldLease; the first two on Lease")
+	}},
+	{"HeldCountFromLimitNotFromWhatWasFound", func(e *env) {
+		later := e.now().Add(e.soon())
+		for _, id := range seqIDs("h", 2) {
+			e.enqueue(msg(id, later))
+		}
+		// Limit 6, Held 3: the first three places are for receivers
+		// waiting now. The two found take two of them, on Lease, however
+		// few the claim found.
+		c := e.claim(claimArgs{Limit: 6, Held: 3, Lease: time.Hour, HeldLease: 2 * time.Second, Ahead: time.Minute})
+		require.Len(e.t, c.Leases, 2)
+		e.waitPast(later.Add(2 * time.Second))
+		require.Empty(e.t, e.expired(10).Leases, "within the first Limit-Held: on Lease, none held")
 	}},
 	{"DueSoonCountsWhatIsLeft", func(e *env) {
 		n := e.now()

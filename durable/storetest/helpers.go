@@ -35,6 +35,23 @@ func (e *env) shard(id string) int {
 	return 0
 }
 
+// sharded reports whether the store keeps its messages in more than one
+// shard: a store.ShardedOrder whose Shard tells IDs apart. Only then may
+// it weaken the rules of the held leases (see store.ShardedOrder); a
+// store.ShardedOrder of one shard keeps them as any store does.
+func (e *env) sharded() bool {
+	so, ok := e.s.(store.ShardedOrder)
+	if !ok {
+		return false
+	}
+	for i := range 64 {
+		if so.Shard(fmt.Sprintf("probe%d", i)) != so.Shard("probe") {
+			return true
+		}
+	}
+	return false
+}
+
 // byShard splits ids by shard, keeping their order.
 func (e *env) byShard(ids []string) map[int][]string {
 	out := make(map[int][]string)
@@ -110,7 +127,7 @@ func (e *env) requireClaimed(a claimArgs, c store.Claimed) {
 		lease := a.Lease
 		if l.Ahead && a.HeldLease > 0 && i >= a.Limit-max(a.Held, 0) {
 			lease = a.HeldLease // claimed ahead beyond the first Limit-Held: held
-			if _, ok := e.s.(store.ShardedOrder); ok && d >= a.Lease && d < a.Lease+time.Microsecond {
+			if e.sharded() && d >= a.Lease && d < a.Lease+time.Microsecond {
 				continue // held beyond its shard's share only (see store.ShardedOrder)
 			}
 		}

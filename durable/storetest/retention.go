@@ -54,7 +54,7 @@ func (e *env) die(l store.Lease, r store.Retention) {
 var retentionRules = []rule{
 	{"MaxCountKeepsTheNewest", func(e *env) {
 		keep := 3
-		if _, ok := e.s.(store.ShardedOrder); ok {
+		if e.sharded() {
 			keep = 1
 		}
 		all := e.oneShard("d", 5)

@@ -88,10 +88,12 @@
 //
 // Order: a store that keeps its orders within a shard only says so by
 // implementing store.ShardedOrder, and the suite then checks the rules
-// of order (Claim, Expired, the reap, List) and of hand-out (a Claim hands
-// out at most Limit-Held) in their weaker form, per shard, with its Shard;
-// and the retention rules with IDs of one shard and a MaxCount of 1, which
-// is every shard's share of it.
+// of order (Claim, Expired, the reap, List) in their weaker form, per
+// shard, with its Shard. If its Shard tells IDs apart (more than one
+// shard), the suite also checks the held leases in their weaker form (a
+// message claimed ahead beyond the first Limit-Held may have Lease) and
+// the retention rules with IDs of one shard and a MaxCount of 1, which is
+// every shard's share of it.
 //
 // Series: the group Series checks the four methods of a
 // store.SeriesKeeper (AdvanceSeries, Series, ListSeries, DeleteSeries).

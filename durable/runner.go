@@ -387,10 +387,11 @@ func (r *runner) extendWaiting(d *Delivery, w *waiting) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), q.cfg.callTimeout())
 	defer cancel()
+	start := q.clock.Now() // the store's new deadline is no earlier than start+by
 	err := q.call(func() error { return q.store.Extend(ctx, store.ExtendParams{Lease: d.ref(), By: by}) })
 	switch {
 	case err == nil:
-		d.Deadline = q.clock.Now().Add(by)
+		d.Deadline = start.Add(by)
 	case errors.Is(err, ErrLeaseLost):
 		w.taken = true
 	case errors.Is(err, ErrClosed):

@@ -15,7 +15,9 @@ import (
 // On the real clock the sleeper is set again only when the instant changes
 // or it went off (setting a timerfd is a system call). A mock clock's timer
 // is set again on every pass, from the clock's now: a wait computed before
-// a step would go off late by the step. The driver goroutine owns it.
+// a step would go off late by the step; and while it waits, the sleeper
+// also reads the mock clock every mockLook of real time, for a step its
+// timer missed. The driver goroutine owns it.
 type sleeper struct {
 	now    func() int64 // the wheel's clock, ns since start
 	target int64        // the instant (ns since start) it is set for
@@ -143,12 +145,38 @@ func (a *sleeper) wait(wakes <-chan struct{}) {
 		}
 		return
 	}
-	select {
-	case <-a.expired:
-		a.timerOn = false
-	case <-wakes:
+	if a.real || !a.timerOn {
+		select {
+		case <-a.expired:
+			a.timerOn = false
+		case <-wakes:
+		}
+		return
+	}
+	// A mock clock's Add runs the timers due by its new time, then sets
+	// that time: a timer set in between, due by then, waits for the next
+	// move, and so would the driver. Look at the clock now and then too.
+	look := time.NewTicker(mockLook)
+	defer look.Stop()
+	for {
+		select {
+		case <-a.expired:
+			a.timerOn = false
+			return
+		case <-wakes:
+			return
+		case <-look.C:
+			if a.now() >= a.target {
+				a.stopTimer()
+				return
+			}
+		}
 	}
 }
+
+// mockLook is how often, in real time, the sleeper on a mock clock looks
+// at the clock while it waits (see wait).
+const mockLook = 10 * time.Millisecond
 
 // close stops the sleeper and releases its timerfd.
 func (a *sleeper) close() {

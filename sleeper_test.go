@@ -37,3 +37,33 @@ func TestSleeperOnAMockClockGoesOffIfTheClockPassedItsTarget(t *testing.T) {
 		t.Fatal("the sleeper did not go off: its timer waits for a move of the clock that already happened")
 	}
 }
+
+// TestSleeperOnAMockClockGoesOffIfTheClockMovedPastItsTimer: a mock
+// clock's Add runs the timers due by its new time, then sets that time. A
+// timer set in between, due by then, is run by no move of the clock, and
+// a reading taken in between still says the old time. The sleeper looks
+// at the clock now and then while it waits, and goes off once it says
+// the target passed.
+func TestSleeperOnAMockClockGoesOffIfTheClockMovedPastItsTimer(t *testing.T) {
+	target := int64(time.Second)
+	var reads atomic.Int32
+	now := func() int64 {
+		if reads.Add(1) <= 2 { // set's two readings, inside the Add
+			return target - int64(time.Millisecond)
+		}
+		return target + 1 // the Add set its time
+	}
+	a := newSleeper(clock.NewMock(), now, false, 0) // a mock that never moves: its timer never runs
+	defer a.close()
+	a.set(target, time.Millisecond)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.wait(nil)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sleeper did not go off: its timer waits for a move of the clock that already happened")
+	}
+}

@@ -26,16 +26,7 @@ func TestSleeperOnAMockClockGoesOffIfTheClockPassedItsTarget(t *testing.T) {
 	a := newSleeper(clock.NewMock(), now, false, 0)
 	defer a.close()
 	a.set(target, time.Millisecond)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		a.wait(nil)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the sleeper did not go off: its timer waits for a move of the clock that already happened")
-	}
+	requireGoesOff(t, a)
 }
 
 // TestSleeperOnAMockClockGoesOffIfTheClockMovedPastItsTimer: a mock
@@ -56,6 +47,12 @@ func TestSleeperOnAMockClockGoesOffIfTheClockMovedPastItsTimer(t *testing.T) {
 	a := newSleeper(clock.NewMock(), now, false, 0) // a mock that never moves: its timer never runs
 	defer a.close()
 	a.set(target, time.Millisecond)
+	requireGoesOff(t, a)
+}
+
+// requireGoesOff fails the test unless a's wait returns within 5 s.
+func requireGoesOff(t *testing.T, a *sleeper) {
+	t.Helper()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

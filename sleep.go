@@ -35,6 +35,7 @@ type sleeper struct {
 	timer   *clock.Timer
 	expired chan struct{}
 	real    bool // the timer is on the real clock
+	mock    bool // the clock is a *clock.Mock (see wait)
 	timerOn bool // the timer is set for target and has not gone off
 }
 
@@ -51,7 +52,8 @@ const busyWaits = 256
 // with a timer of c otherwise. backup is how long after each instant a
 // busy program's read deadline is set. Call close when done with it.
 func newSleeper(c clock.Clock, now func() int64, real bool, backup time.Duration) *sleeper {
-	a := &sleeper{now: now, backup: backup, real: real}
+	_, mock := c.(*clock.Mock)
+	a := &sleeper{now: now, backup: backup, real: real, mock: mock}
 	if real {
 		a.tfd = newTimerfd()
 	}
@@ -145,7 +147,7 @@ func (a *sleeper) wait(wakes <-chan struct{}) {
 		}
 		return
 	}
-	if a.real || !a.timerOn {
+	if !a.mock || !a.timerOn {
 		select {
 		case <-a.expired:
 			a.timerOn = false

@@ -131,7 +131,8 @@ func WithWheelSize(n int) Option { return func(c *config) { c.wheelSize = int64(
 // clock), for example clock.NewMock() in tests. There, move the mock, then
 // call Sync before asserting: a mock's Add runs the timers due up to its
 // target and then sets the time, so the driver's sleeper, if set in between,
-// waits for the next step; Sync fires what is due.
+// learns of the step only when it next looks at the mock (every 10ms of
+// real time); Sync fires what is due at once.
 func WithClock(c clock.Clock) Option { return func(cfg *config) { cfg.clock, cfg.clockSet = c, true } }
 
 // WithExecutor sets how tasks run: run is called on the driver goroutine

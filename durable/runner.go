@@ -82,10 +82,11 @@ var ErrHandlerPanic = errors.New("durable: handler panicked")
 // Run extends the lease every third of the visibility timeout, by the
 // visibility timeout, and at once when a handler starts on a message
 // that waited in Run a third of it already; d.Deadline keeps the
-// deadline of the hand-out. A message handed out by the claim that waits
-// in Run for a worker has its lease extended too, by the visibility
+// deadline as the handler started. A message handed out by the claim that
+// waits in Run for a worker has its lease extended too, by the visibility
 // timeout once a third of it has passed, however long the handlers before
-// it run: it reaches its handler at the attempt of its claim.
+// it run: it reaches its handler at the attempt of its claim (and its
+// Timeout, if it has one, counts from the claim).
 //
 // Shutdown: when ctx ends, the running handlers' ctx ends too, and Run
 // waits for each of them to return, however long that takes: a handler
@@ -380,7 +381,7 @@ func (r *runner) extendWaiting(d *Delivery, w *waiting) {
 	}
 	by := q.cfg.heldLease()
 	if !d.held {
-		if q.clock.Until(d.Deadline) > q.cfg.visibility-q.cfg.visibility/3 {
+		if !r.staleLease(d) {
 			return
 		}
 		by = q.cfg.visibility
@@ -526,7 +527,7 @@ func (r *runner) giveBack(d *Delivery) {
 // handler did not start), and the handler does not run.
 func (r *runner) freshen(ctx context.Context, d *Delivery) bool {
 	q := r.q
-	if !d.held && q.clock.Until(d.Deadline) > q.cfg.visibility-q.cfg.visibility/3 {
+	if !d.held && !r.staleLease(d) {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, q.cfg.callTimeout())
@@ -544,6 +545,14 @@ func (r *runner) freshen(ctx context.Context, d *Delivery) bool {
 		return false
 	}
 	return true
+}
+
+// staleLease reports whether d, handed out, is on a lease that a third of
+// the visibility timeout has passed since its claim or last extension:
+// the lease keeper would have extended it by then.
+func (r *runner) staleLease(d *Delivery) bool {
+	q := r.q
+	return q.clock.Until(d.Deadline) <= q.cfg.visibility-q.cfg.visibility/3
 }
 
 // ackLater writes d's ack in a goroutine of its own, once one of the

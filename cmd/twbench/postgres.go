@@ -95,24 +95,30 @@ func pgPool(ctx context.Context, o *options) (*pgxpool.Pool, error) {
 	if err != nil || !o.pgWarm {
 		return pool, err
 	}
+	if err := warmPool(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connecting to -store %s: %w", redactURL(o.store), err)
+	}
+	return pool, nil
+}
+
+// warmPool has pool open pgWarmConns connections (or MaxConns), if it
+// has fewer idle.
+func warmPool(ctx context.Context, pool *pgxpool.Pool) error {
 	conns := make([]*pgxpool.Conn, 0, pgWarmConns)
-	var dialErr error
-	for range min(pgWarmConns, int(cfg.MaxConns)) {
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range min(pgWarmConns, int(pool.Config().MaxConns)) {
 		c, err := pool.Acquire(ctx)
 		if err != nil {
-			dialErr = err
-			break
+			return err
 		}
 		conns = append(conns, c)
 	}
-	for _, c := range conns {
-		c.Release()
-	}
-	if dialErr != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connecting to -store %s: %w", redactURL(o.store), dialErr)
-	}
-	return pool, nil
+	return nil
 }
 
 // pgStore is a pgstore.Store on pool, which it closes with it if it
@@ -136,6 +142,11 @@ func (s pgStore) Close() error {
 func openPgStore(o *options, queue string) (pgStore, error) {
 	ctx := context.Background()
 	if o.pgPool != nil {
+		// Each store's listener takes a connection of the pool for good:
+		// dial its replacement now, not in the figure.
+		if err := warmPool(ctx, o.pgPool); err != nil {
+			return pgStore{}, err
+		}
 		s, err := pgstore.New(ctx, o.pgPool, queue)
 		return pgStore{s, o.pgPool, false}, err
 	}

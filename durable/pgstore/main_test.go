@@ -155,12 +155,14 @@ func listeningPair(t *testing.T) (*pgxpool.Pool, *Store, *Store, <-chan struct{}
 	return pool, s, other, w
 }
 
-// waitListening waits until s listens, and then empties w of the wake-up
-// sent when it started.
+// waitListening waits until s listens and w got the wake-up its listener
+// sends once it listens (a moment after it counts as listening: w is
+// subscribed before), and then empties w.
 func waitListening(t testing.TB, s *Store, w <-chan struct{}) {
 	t.Helper()
 	require.Eventually(t, func() bool { return s.wake.listening.Load() == 1 }, 10*time.Second, time.Millisecond,
 		"the store listens")
+	requireWakeup(t, w, "the wake-up of a listener that starts listening")
 	drain(w)
 }
 

@@ -147,19 +147,15 @@ func (a *sleeper) wait(wakes <-chan struct{}) {
 		}
 		return
 	}
-	if !a.mock || !a.timerOn {
-		select {
-		case <-a.expired:
-			a.timerOn = false
-		case <-wakes:
-		}
-		return
-	}
 	// A mock clock's Add runs the timers due by its new time, then sets
 	// that time: a timer set in between, due by then, waits for the next
 	// move, and so would the driver. Look at the clock now and then too.
-	look := time.NewTicker(mockLook)
-	defer look.Stop()
+	var look <-chan time.Time
+	if a.mock && a.timerOn {
+		t := time.NewTicker(mockLook)
+		defer t.Stop()
+		look = t.C
+	}
 	for {
 		select {
 		case <-a.expired:
@@ -167,7 +163,7 @@ func (a *sleeper) wait(wakes <-chan struct{}) {
 			return
 		case <-wakes:
 			return
-		case <-look.C:
+		case <-look:
 			if a.now() >= a.target {
 				a.stopTimer()
 				return
